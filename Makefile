@@ -1,0 +1,61 @@
+# The two commands of the README are `make run` and `make test`; everything else is a step they use.
+# Every step is idempotent: a stamp file or a content hash decides whether it has work to do.
+SHELL := /bin/bash
+PY    := .venv/bin/python
+PIP   := .venv/bin/pip
+CHAOS := .venv/bin/chaos
+STAMP := .venv/.stamp-$(shell cat pyproject.toml cluster-impl/pyproject.toml | sha256sum | cut -c1-16)
+DEBS  := debootstrap zookeeper libfaketime faketime iptables openjdk-17-jre-headless openssh-client
+
+.PHONY: run test deps venv image check bench bench-cluster bench-broker bench-cluster-impl bench-check bench-run clean-cluster
+
+run: deps venv image
+	$(CHAOS) run
+
+test: deps venv image
+	$(PY) -m pytest -p no:cacheprovider
+
+# Debian packages the host needs: debootstrap builds the node image, zookeeper/libfaketime serve the
+# process-level tests, Java 17 runs Spark. apt-get runs only when something is missing.
+deps:
+	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml cluster-impl/pyproject.toml
+	test -x $(PY) || python3 -m venv .venv
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[dev]' -e './cluster-impl[dev]'
+	rm -f .venv/.stamp-* && touch $@
+
+# The node image: built from Debian packages and our own wheels, cached by a content hash label.
+image: venv
+	$(PY) -m harness.image build
+
+check: venv
+	.venv/bin/ruff check harness workloads nemesis results cluster-impl tests
+	.venv/bin/mypy harness workloads nemesis results cluster-impl/logbroker
+
+bench: bench-cluster bench-broker bench-cluster-impl bench-check bench-run
+
+bench-cluster: deps venv image
+	$(PY) -m harness.bench.cluster --out bench-results/cluster.json
+
+bench-broker: venv
+	$(PY) cluster-impl/bench/broker.py --out bench-results/broker.json
+
+bench-cluster-impl: deps venv
+	$(PY) cluster-impl/bench/cluster.py --out bench-results/cluster-impl.json
+
+bench-check: deps venv
+	$(PY) -m results.bench --out bench-results/check.json
+
+bench-run: deps venv image
+	$(PY) -m harness.bench.run --out bench-results/run.json
+
+clean-cluster: venv
+	$(CHAOS) cluster down --all
