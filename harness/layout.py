@@ -1,0 +1,40 @@
+"""Where things live on a node: the contract between the node image, the DB, the nemeses and the dumps.
+
+The node image (harness/image) creates these paths and wrapper scripts; the DB (deploying ZooKeeper
+and brokers) writes the configs and starts the processes; nemeses find processes by pid file and
+skew clocks by writing FAKETIME_FILE. Keep them here, once, so no two modules disagree.
+"""
+
+from __future__ import annotations
+
+# --- the broker (cluster-impl, installed into its own venv in the image) ---
+BROKER_VENV = "/opt/logbroker"
+BROKER_PYTHON = f"{BROKER_VENV}/bin/python"
+BROKER_CONFIG = "/etc/chaos/broker.properties"
+BROKER_DATA = "/var/lib/logbroker"
+BROKER_LOG = "/var/log/chaos/broker.log"
+BROKER_PIDFILE = "/run/chaos/broker.pid"
+BROKER_PORT = 9092
+
+# --- ZooKeeper (Debian's package; started with java directly, not the init script) ---
+ZK_CONFIG = "/etc/chaos/zoo.cfg"
+ZK_DATA = "/var/lib/chaos-zookeeper"
+ZK_LOG = "/var/log/chaos/zookeeper.log"
+ZK_PIDFILE = "/run/chaos/zookeeper.pid"
+ZK_CLASSPATH = "/usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar:/usr/share/java/slf4j-api.jar:/usr/share/java/slf4j-simple.jar:/usr/share/java/netty.jar"
+ZK_CLIENT_PORT = 2181
+ZK_PEER_PORT = 2888
+ZK_ELECTION_PORT = 3888
+
+# --- clock skew: libfaketime reads this file on every clock call (FAKETIME_NO_CACHE=1) ---
+FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+FAKETIME_FILE = "/etc/chaos/faketime"  # holds e.g. "+0" or "+120" (seconds, libfaketime syntax)
+#: sitecustomize that replaces time.sleep with a select()-based wait (libfaketime + Python 3.11)
+FAKETIME_SITE = "/opt/chaos/faketime-site"
+
+# --- tools in the image ---
+START_BROKER = "/opt/chaos/bin/start-broker"  # daemonises the broker under libfaketime, writes the pid file
+DUMP_REPLICAS = f"{BROKER_PYTHON} -m logbroker.dump"
+
+LOG_DIR = "/var/log/chaos"
+RUN_DIR = "/run/chaos"
