@@ -128,3 +128,12 @@ def iter_lines(path: Path) -> Iterator[tuple[int, str]]:
         for n, line in enumerate(f, start=1):
             if line.strip():
                 yield n, line
+
+
+#: Each history key is one topic-partition: key k is partition k of this topic (test.json may name
+#: another topic under "topic"). Replica dumps are stored as replicas/<node>/<topic>-<k>.jsonl.
+DEFAULT_TOPIC = "chaos"
+
+
+def key_to_topic_partition(key: int, topic: str = DEFAULT_TOPIC) -> tuple[str, int]:
+    return topic, key
