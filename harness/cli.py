@@ -15,13 +15,13 @@ import click
 
 from harness.errors import ChaosError
 
-#: command name -> "module:attribute" of a click command or group.
-COMMANDS: dict[str, str] = {
-    "cluster": "harness.cluster_cli:cluster",
-    "check": "results.cli:check",
-    "heal": "nemesis.cli:heal",
-    "run": "harness.run_cli:run",
-    "replay": "harness.run_cli:replay",
+#: command name -> ("module:attribute" of a click command or group, one-line help for `chaos --help`).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "cluster": ("harness.cluster_cli:cluster", "Bring a cluster of nodes up, inspect it, run commands, tear it down."),
+    "check": ("results.cli:check", "Check a history (or a run directory) for anomalies."),
+    "heal": ("nemesis.cli:heal", "Heal every fault on a running cluster by hand."),
+    "run": ("harness.run_cli:run", "Provision, run a workload under faults, record, check, report."),
+    "replay": ("harness.run_cli:replay", "Re-run a stored run from its seed and compare the anomalies."),
 }
 
 
@@ -32,12 +32,16 @@ class LazyGroup(click.Group):
         return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        target = COMMANDS.get(name)
-        if target is None:
+        if name not in COMMANDS:
             return None
-        module, attr = target.split(":")
+        module, attr = COMMANDS[name][0].split(":")
         cmd: click.Command = getattr(importlib.import_module(module), attr)
         return cmd
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List commands from COMMANDS without importing them (Spark and Docker load slowly)."""
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, COMMANDS[name][1]) for name in sorted(COMMANDS)])
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
