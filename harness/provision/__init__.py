@@ -1,0 +1,26 @@
+"""Provisioners: where nodes come from.
+
+`docker` (default) creates containers from the node image on a labelled bridge network; `ssh`
+uses hosts that already exist. Both hand out `Node` records and keep per-cluster state
+(`state.ClusterState`: key pair, known_hosts, nodes.json) so later commands find the cluster again.
+"""
+
+from __future__ import annotations
+
+from harness.errors import UsageError
+from harness.provision.protocol import Provisioner
+
+PROVISIONERS = ("docker", "ssh")
+
+
+def get_provisioner(kind: str, cluster: str = "chaos", **options: object) -> Provisioner:
+    """The provisioner named `kind`; an unknown name is a UsageError naming the known ones."""
+    if kind == "docker":
+        from harness.provision.docker import DockerProvisioner
+
+        return DockerProvisioner(cluster, **options)  # type: ignore[arg-type]
+    if kind == "ssh":
+        from harness.provision.ssh import SSHProvisioner
+
+        return SSHProvisioner(cluster, **options)  # type: ignore[arg-type]
+    raise UsageError(f"unknown provisioner {kind!r}; choose one of: {', '.join(PROVISIONERS)}")
