@@ -63,7 +63,7 @@ def cluster() -> None:
 
 
 @cluster.command()
-@click.option("--nodes", "n", type=int, default=5, show_default=True, help="How many nodes (n1..nN).")
+@click.option("--nodes", "n", type=int, default=None, help="How many nodes (n1..nN); docker default 5, ssh default: every host listed.")
 @click.option("--name", default="chaos", show_default=True, help="Cluster name (label chaos.cluster=NAME).")
 @click.option("--provisioner", default="docker", show_default=True, help=f"One of: {', '.join(PROVISIONERS)}.")
 @click.option("--hosts", type=click.Path(), help="ssh provisioner: file with one `[name] address[:port]` per line.")
@@ -72,19 +72,21 @@ def cluster() -> None:
 @click.option("--key", type=click.Path(), help="ssh provisioner: private key file.")
 @click.option("--known-hosts", type=click.Path(), help="ssh provisioner: known_hosts file.")
 @click.option("--health/--no-health", default=False, help="Run the SSH health check once the nodes are up.")
-def up(n: int, name: str, provisioner: str, hosts: str | None, user: str, port: int, key: str | None,
+def up(n: int | None, name: str, provisioner: str, hosts: str | None, user: str, port: int, key: str | None,
        known_hosts: str | None, health: bool) -> int:
     """Provision NODES nodes and wait until each answers over SSH."""
     if provisioner not in PROVISIONERS:
         raise UsageError(f"unknown provisioner {provisioner!r}; choose one of: {', '.join(PROVISIONERS)}")
-    if n < 1:
+    if n is not None and n < 1:
         raise UsageError(f"--nodes must be at least 1, not {n}")
+    if n is None and provisioner == "docker":
+        n = 5
     opts: dict[str, object] = {}
     if provisioner == "ssh":
         opts = {"hosts": hosts, "user": user, "port": port, "key": key, "known_hosts": known_hosts}
     prov = get_provisioner(provisioner, name, **opts)
     t0 = time.monotonic()
-    with console.status(f"bringing up {n} nodes ({provisioner}) ..."):
+    with console.status(f"bringing up {n or 'all'} nodes ({provisioner}) ..."):
         nodes = prov.up(n)
     console.print(f"cluster [bold]{name}[/]: {len(nodes)} nodes up in {time.monotonic() - t0:.1f} s: "
                   + ", ".join(f"{nd.name}={nd.ip}" for nd in nodes))

@@ -38,12 +38,14 @@ PACKAGES = [
     "python3", "python3-venv", "openssh-server", "iptables", "iproute2", "procps", "tini",
     "libfaketime", "faketime", "openjdk-17-jre-headless", "zookeeper", "libslf4j-java", "ca-certificates",
 ]
-RECIPE_VERSION = "3"
+RECIPE_VERSION = "4"
 BASE_REPO = "chaos-node-base"
 NODE_REPO = "chaos-node"
 NODE_TAG_LATEST = f"{NODE_REPO}:latest"
 IMAGE_LABEL = "chaos.image"
 HASH_LABEL = "chaos.hash"
+#: Images carry the project label too (value "shared": no one cluster owns them; `down --all` keeps them).
+CLUSTER_LABEL = "chaos.cluster"
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +171,7 @@ def build_base(client: docker.DockerClient, *, force: bool = False) -> BuiltImag
     tar_path = BUILD_DIR / f"rootfs-{h}.tar"
     _run(["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(tar_path), "."], log)
     with open(tar_path, "rb") as f:
-        changes = [f"LABEL {IMAGE_LABEL}=base", f"LABEL {HASH_LABEL}={h}"]
+        changes = [f"LABEL {IMAGE_LABEL}=base", f"LABEL {HASH_LABEL}={h}", f"LABEL {CLUSTER_LABEL}=shared"]
         proc = subprocess.run(
             ["docker", "import", *sum((["--change", c] for c in changes), []), "-", f"{BASE_REPO}:{h}"],
             stdin=f, capture_output=True, check=False,
@@ -223,7 +225,7 @@ def build_node(client: docker.DockerClient, *, force: bool = False) -> BuiltImag
         " && rm -rf /tmp/wheelhouse /root/.cache \\\n"
         " && mkdir -p /etc/chaos /var/log/chaos /run/chaos /var/lib/logbroker \\\n"
         " && echo +0 > /etc/chaos/faketime\n"
-        f"LABEL {IMAGE_LABEL}=node {HASH_LABEL}={h}\n"
+        f"LABEL {IMAGE_LABEL}=node {HASH_LABEL}={h} {CLUSTER_LABEL}=shared\n"
         'ENTRYPOINT ["/usr/bin/tini", "--"]\n'
         'CMD ["/opt/chaos/bin/node-init"]\n'
     )

@@ -1,0 +1,105 @@
+"""Shared fixtures: a real 3-node docker cluster for the session, and the CLI as a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from harness.node import Node
+from harness.ssh import SSHRemote
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAOS = str(Path(sys.executable).parent / "chaos")
+
+
+@dataclass
+class DockerCluster:
+    name: str
+    nodes: list[Node]
+    _remotes: dict[str, SSHRemote] = field(default_factory=dict)
+
+    def remote(self, name: str) -> SSHRemote:
+        if name not in self._remotes:
+            self._remotes[name] = SSHRemote(next(n for n in self.nodes if n.name == name))
+        return self._remotes[name]
+
+    def close(self) -> None:
+        for r in self._remotes.values():
+            r.close()
+
+
+@pytest.fixture(scope="session")
+def chaos_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("chaos-home")
+    old = os.environ.get("CHAOS_HOME")
+    os.environ["CHAOS_HOME"] = str(home)
+    yield home
+    if old is None:
+        os.environ.pop("CHAOS_HOME", None)
+    else:
+        os.environ["CHAOS_HOME"] = old
+
+
+class _ClusterManager:
+    """Owns the session's docker cluster; brings it (back) up on demand.
+
+    A test of `chaos cluster down --all` removes every labelled container, including this one, so
+    the manager checks the containers still exist and re-provisions when they do not.
+    """
+
+    def __init__(self) -> None:
+        from harness.provision.docker import DockerProvisioner
+
+        self.name = f"pytest-{os.getpid()}"
+        self.prov = DockerProvisioner(self.name)
+        self.cluster: DockerCluster | None = None
+
+    def _alive(self) -> bool:
+        import docker
+
+        if self.cluster is None:
+            return False
+        running = docker.from_env().containers.list(filters={"label": f"chaos.cluster={self.name}"})
+        return len(running) == len(self.cluster.nodes)
+
+    def get(self) -> DockerCluster:
+        if not self._alive():
+            if self.cluster is not None:
+                self.cluster.close()
+                self.prov.down()
+            self.cluster = DockerCluster(self.name, self.prov.up(3))
+        assert self.cluster is not None
+        return self.cluster
+
+    def down(self) -> None:
+        if self.cluster is not None:
+            self.cluster.close()
+        self.prov.down()
+
+
+@pytest.fixture(scope="session")
+def _cluster_manager(chaos_home: Path) -> Iterator[_ClusterManager]:
+    mgr = _ClusterManager()
+    try:
+        yield mgr
+    finally:
+        mgr.down()
+
+
+@pytest.fixture
+def docker_cluster(_cluster_manager: _ClusterManager) -> DockerCluster:
+    """Three node containers shared by the session (n1..n3), removed at the end even if tests fail."""
+    return _cluster_manager.get()
+
+
+def run_chaos(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run the real `chaos` console script."""
+    return subprocess.run(
+        [CHAOS, *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
