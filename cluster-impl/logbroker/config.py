@@ -1,0 +1,147 @@
+"""Broker configuration: a Kafka-style `.properties` file, `-o key=value` overrides, `--bug NAME`.
+
+Keys use Kafka's names so an operator needs no glossary. An unknown key is an error (a typo must
+not silently run a different experiment).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from logbroker.bugs import Bug, parse_bugs
+
+DEFAULTS: dict[str, str] = {
+    "broker.id": "1",
+    "listeners": "PLAINTEXT://0.0.0.0:9092",
+    "advertised.host": "",
+    "log.dirs": "/var/lib/logbroker",
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "min.insync.replicas": "1",
+    "flush.messages": str(2**62),
+    "flush.ms": str(2**62),
+    "log.segment.bytes": str(64 * 1024 * 1024),
+    "zookeeper.connect": "",
+    "zookeeper.session.timeout.ms": "6000",
+    "replica.lag.time.max.ms": "10000",
+    "replica.fetch.wait.max.ms": "200",
+    "unclean.leader.election.enable": "false",
+    "auto.create.topics.enable": "true",
+    "message.max.bytes": str(1024 * 1024 + 12),
+    "socket.request.max.bytes": str(100 * 1024 * 1024),
+    "request.timeout.ms": "30000",
+}
+
+
+class ConfigError(ValueError):
+    """A bad config file, key or value; the message says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    broker_id: int
+    host: str
+    port: int
+    advertised_host: str
+    log_dirs: Path
+    num_partitions: int
+    default_replication_factor: int
+    min_insync_replicas: int
+    flush_messages: int
+    flush_ms: int
+    segment_bytes: int
+    zookeeper_connect: str
+    zookeeper_session_timeout_ms: int
+    replica_lag_time_max_ms: int
+    replica_fetch_wait_max_ms: int
+    unclean_leader_election: bool
+    auto_create_topics: bool
+    message_max_bytes: int
+    socket_request_max_bytes: int
+    bugs: frozenset[Bug] = field(default_factory=frozenset)
+
+    @property
+    def standalone(self) -> bool:
+        """No ZooKeeper: one broker that leads every partition (cluster-impl I's scope)."""
+        return not self.zookeeper_connect
+
+
+def parse_properties(text: str, source: str = "<config>") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for n, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        if "=" not in line:
+            raise ConfigError(f"{source}:{n}: expected key=value, got {raw.strip()!r}")
+        k, v = line.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def load_config(path: Path | None, overrides: Iterable[str] = (), bugs: Iterable[str] = ()) -> BrokerConfig:
+    values = dict(DEFAULTS)
+    given: dict[str, str] = {}
+    if path is not None:
+        try:
+            given.update(parse_properties(path.read_text(), str(path)))
+        except OSError as e:
+            raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r} is not key=value")
+        k, v = item.split("=", 1)
+        given[k.strip()] = v.strip()
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise ConfigError(f"unknown config key(s): {', '.join(unknown)}")
+    values.update(given)
+    try:
+        bug_set = parse_bugs(bugs)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    return from_mapping(values, bug_set)
+
+
+def from_mapping(v: Mapping[str, str], bugs: frozenset[Bug] = frozenset()) -> BrokerConfig:
+    def num(key: str) -> int:
+        try:
+            return int(v[key])
+        except ValueError:
+            raise ConfigError(f"{key} must be an integer, not {v[key]!r}") from None
+
+    def flag(key: str) -> bool:
+        s = v[key].lower()
+        if s not in ("true", "false"):
+            raise ConfigError(f"{key} must be true or false, not {v[key]!r}")
+        return s == "true"
+
+    listener = v["listeners"].split(",")[0]
+    hostport = listener.split("://", 1)[-1]
+    host, _, port_s = hostport.rpartition(":")
+    if not port_s.isdigit():
+        raise ConfigError(f"listeners: cannot find a port in {listener!r}")
+    return BrokerConfig(
+        broker_id=num("broker.id"),
+        host=host or "0.0.0.0",
+        port=int(port_s),
+        advertised_host=v["advertised.host"] or (host if host not in ("", "0.0.0.0") else "127.0.0.1"),
+        log_dirs=Path(v["log.dirs"]),
+        num_partitions=num("num.partitions"),
+        default_replication_factor=num("default.replication.factor"),
+        min_insync_replicas=num("min.insync.replicas"),
+        flush_messages=num("flush.messages"),
+        flush_ms=num("flush.ms"),
+        segment_bytes=num("log.segment.bytes"),
+        zookeeper_connect=v["zookeeper.connect"],
+        zookeeper_session_timeout_ms=num("zookeeper.session.timeout.ms"),
+        replica_lag_time_max_ms=num("replica.lag.time.max.ms"),
+        replica_fetch_wait_max_ms=num("replica.fetch.wait.max.ms"),
+        unclean_leader_election=flag("unclean.leader.election.enable"),
+        auto_create_topics=flag("auto.create.topics.enable"),
+        message_max_bytes=num("message.max.bytes"),
+        socket_request_max_bytes=num("socket.request.max.bytes"),
+        bugs=bugs,
+    )

@@ -1,0 +1,32 @@
+"""What this broker believes about the cluster: live brokers and each partition's leader/ISR.
+
+Standalone, it holds only this broker. With ZooKeeper (cluster-impl II), the controller's
+UpdateMetadata/LeaderAndIsr requests fill it. Metadata responses are built from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerEndpoint:
+    broker_id: int
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMeta:
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass
+class MetadataCache:
+    brokers: dict[int, BrokerEndpoint] = field(default_factory=dict)
+    topics: dict[str, dict[int, PartitionMeta]] = field(default_factory=dict)
+    controller_id: int = -1
+    controller_epoch: int = 0

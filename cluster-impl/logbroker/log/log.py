@@ -1,0 +1,190 @@
+"""`Log`: one partition replica's durable log (segments, recovery, flush policy, checkpoints).
+
+Appends hand in raw v2 batches. As leader, the log assigns offsets and stamps the leader epoch;
+as follower, it stores the leader's batches unchanged (offsets included). `truncate_to` drops a
+tail (follower truncation, KIP-101/279). Flushing follows `flush.messages` / `flush.ms`; with the
+defaults it is left to the OS, which survives a process SIGKILL (page cache) but not power loss.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from logbroker.log.batch import BatchHeader, CorruptBatch, iter_batches, with_offset_and_epoch
+from logbroker.log.checkpoint import read_int, write_int
+from logbroker.log.epoch_cache import LeaderEpochCache
+from logbroker.log.segment import Segment
+
+log = logging.getLogger(__name__)
+
+HW_FILE = "hw-checkpoint"
+EPOCH_FILE = "leader-epoch-checkpoint"
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    flush_messages: int = 2**62  # fsync after this many messages (1 = every append)
+    flush_ms: int = 2**62  # ... or when the last fsync is this old
+    segment_bytes: int = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    base_offset: int
+    last_offset: int
+    headers: tuple[BatchHeader, ...]
+
+
+class Log:
+    def __init__(self, directory: Path, config: LogConfig, now_ms: Callable[[], int]) -> None:
+        self.dir = directory
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.config = config
+        self._now_ms = now_ms
+        self.segments: list[Segment] = []
+        self.epochs = LeaderEpochCache(self.dir / EPOCH_FILE)
+        self._unflushed = 0
+        self._last_flush_ms = now_ms()
+        self.recovered_headers: list[BatchHeader] = []
+        self._recover()
+
+    # --- recovery ------------------------------------------------------------------------------
+    def _recover(self) -> None:
+        bases = sorted(int(p.stem) for p in self.dir.glob("*.log"))
+        for i, base in enumerate(bases):
+            seg = Segment.open(self.dir, base)
+            cut, headers = seg.recover()
+            self.segments.append(seg)
+            self.recovered_headers.extend(headers)
+            if cut:
+                log.warning("%s: truncated %d bytes of torn/corrupt tail in segment %d", self.dir.name, cut, base)
+                for later in bases[i + 1 :]:  # anything after a corrupt point is unreachable
+                    (self.dir / f"{later:020d}.log").unlink(missing_ok=True)
+                    (self.dir / f"{later:020d}.index").unlink(missing_ok=True)
+                break
+        if not self.segments:
+            self.segments.append(Segment.open(self.dir, 0))
+        self.epochs.truncate_from_end(self.leo)
+
+    # --- offsets -------------------------------------------------------------------------------
+    @property
+    def leo(self) -> int:
+        """Log end offset: the offset the next record will get."""
+        for seg in reversed(self.segments):
+            if seg.lasts:
+                return seg.next_offset
+        return self.segments[0].base_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.segments[0].bases[0] if self.segments[0].bases else self.segments[0].base_offset
+
+    # --- append --------------------------------------------------------------------------------
+    def append_as_leader(self, records: bytes, leader_epoch: int) -> AppendInfo:
+        """Assign offsets from LEO and stamp `leader_epoch` on each batch in `records`."""
+        out, headers, offset = [], [], self.leo
+        for pos, h in iter_batches(records):
+            stamped = with_offset_and_epoch(bytes(records[pos : pos + h.size]), offset, leader_epoch)
+            hs = BatchHeader(offset, h.length, leader_epoch, *_rest(h))
+            out.append((hs, stamped))
+            headers.append(hs)
+            offset = hs.next_offset
+        if not out:
+            raise CorruptBatch("empty record set")
+        if leader_epoch > self.epochs.latest_epoch:
+            self.epochs.assign(leader_epoch, out[0][0].base_offset)
+        self._write(out)
+        return AppendInfo(out[0][0].base_offset, out[-1][0].last_offset, tuple(headers))
+
+    def append_as_follower(self, records: bytes) -> AppendInfo | None:
+        """Store the leader's batches as they are; they must continue exactly at our LEO."""
+        out = []
+        for pos, h in iter_batches(records):
+            if h.base_offset < self.leo:
+                continue  # already have it (a re-fetch after a lost response)
+            if h.base_offset != self.leo:
+                raise CorruptBatch(f"follower append at {h.base_offset} leaves a gap after LEO {self.leo}")
+            out.append((h, bytes(records[pos : pos + h.size])))
+            if h.leader_epoch > self.epochs.latest_epoch:
+                self.epochs.assign(h.leader_epoch, h.base_offset)
+        if not out:
+            return None
+        self._write(out)
+        return AppendInfo(out[0][0].base_offset, out[-1][0].last_offset, tuple(h for h, _ in out))
+
+    def _write(self, batches: list[tuple[BatchHeader, bytes]]) -> None:
+        for h, data in batches:
+            seg = self.segments[-1]
+            if seg.size and seg.size + len(data) > self.config.segment_bytes:
+                seg.flush()
+                seg = Segment.open(self.dir, h.base_offset)
+                self.segments.append(seg)
+            seg.append(h, data)
+            self._unflushed += h.last_offset_delta + 1
+        self.maybe_flush()
+
+    def maybe_flush(self) -> None:
+        now = self._now_ms()
+        if self._unflushed and (
+            self._unflushed >= self.config.flush_messages or now - self._last_flush_ms >= self.config.flush_ms
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        self.segments[-1].flush()
+        self._unflushed = 0
+        self._last_flush_ms = self._now_ms()
+
+    # --- read ----------------------------------------------------------------------------------
+    def read(self, offset: int, max_bytes: int, upper_bound: int | None = None, *, min_one: bool = True) -> bytes:
+        """Whole batches starting with the one holding `offset`, only those ending below `upper_bound`."""
+        ub = self.leo if upper_bound is None else upper_bound
+        for seg in self.segments:
+            if seg.lasts and seg.lasts[-1] >= offset:
+                i = seg.find(offset)
+                if i is None:
+                    continue
+                return seg.read_from(i, max_bytes, ub, min_one=min_one)
+        return b""
+
+    def batches(self) -> list[tuple[BatchHeader, bytes]]:
+        """Every batch (header, raw bytes); for the dump tool and tests."""
+        out = []
+        for seg in self.segments:
+            data = seg.read_all()
+            out.extend((h, data[p : p + h.size]) for p, h in iter_batches(data, verify_crc=False))
+        return out
+
+    # --- truncation ----------------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> None:
+        """Drop every batch that holds an offset >= `offset` (a straddling batch goes whole)."""
+        if offset >= self.leo:
+            return
+        while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+            self.segments.pop().delete()
+        seg = self.segments[-1]
+        i = seg.find(offset)
+        if i is not None:
+            seg.truncate_before_batch(i)
+        seg.flush()
+        self.epochs.truncate_from_end(self.leo)
+
+    # --- checkpoints ---------------------------------------------------------------------------
+    def read_hw_checkpoint(self) -> int:
+        return min(read_int(self.dir / HW_FILE, 0), self.leo)
+
+    def write_hw_checkpoint(self, hw: int) -> None:
+        write_int(self.dir / HW_FILE, hw)
+
+    def close(self) -> None:
+        self.flush()
+        for seg in self.segments:
+            seg.close()
+
+
+def _rest(h: BatchHeader) -> tuple[int, ...]:
+    return (h.magic, h.crc, h.attributes, h.last_offset_delta, h.base_timestamp, h.max_timestamp,
+            h.producer_id, h.producer_epoch, h.base_sequence, h.record_count)

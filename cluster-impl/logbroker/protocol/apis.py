@@ -1,0 +1,108 @@
+"""Which APIs and versions we serve, and the codec glue around kafka-python's message classes.
+
+We advertise only versions we implement and test (tests/test_api_versions.py exercises every one
+of them through the real server). Versions above our caps change semantics we do not implement
+(topic ids instead of names in Produce v13 / Fetch v13, KRaft-only fields), so they stay out.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse
+from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+from kafka.protocol.producer import ProduceRequest, ProduceResponse
+from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+
+
+@dataclass(frozen=True, slots=True)
+class Api:
+    key: int
+    name: str
+    request: Any
+    response: Any
+    min_version: int
+    max_version: int
+
+
+APIS: dict[int, Api] = {
+    a.key: a
+    for a in (
+        Api(0, "Produce", ProduceRequest, ProduceResponse, 3, 9),
+        Api(1, "Fetch", FetchRequest, FetchResponse, 4, 12),
+        Api(2, "ListOffsets", ListOffsetsRequest, ListOffsetsResponse, 1, 7),
+        Api(3, "Metadata", MetadataRequest, MetadataResponse, 1, 12),
+        Api(18, "ApiVersions", ApiVersionsRequest, ApiVersionsResponse, 0, 3),
+        Api(19, "CreateTopics", CreateTopicsRequest, CreateTopicsResponse, 2, 5),
+        Api(22, "InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 4),
+    )
+}
+
+API_VERSIONS_KEY = 18
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHead:
+    api_key: int
+    api_version: int
+    correlation_id: int
+
+
+def peek_head(frame: bytes) -> RequestHead:
+    """api key, version and correlation id: the fixed first 8 bytes of every request header."""
+    if len(frame) < 8:
+        raise ValueError(f"request frame too short ({len(frame)} bytes)")
+    key, ver, corr = struct.unpack_from(">hhi", frame, 0)
+    return RequestHead(key, ver, corr)
+
+
+def decode_request(api: Api, version: int, frame: bytes) -> Any:
+    return api.request.decode(frame, version=version, header=True)
+
+
+def encode_response(api: Api, version: int, correlation_id: int, body: dict[str, Any]) -> bytes:
+    resp = make_response(api, version, body)
+    resp.with_header(correlation_id=correlation_id)
+    return bytes(resp.encode(header=True, framed=True))
+
+
+def api_versions_body(error: int = 0) -> dict[str, Any]:
+    return {
+        "error_code": error,
+        "api_keys": [
+            {"api_key": a.key, "min_version": a.min_version, "max_version": a.max_version} for a in APIS.values()
+        ],
+        "throttle_time_ms": 0,
+    }
+
+
+def _build(cls: Any, values: dict[str, Any], version: int) -> dict[str, Any]:
+    """Turn nested dicts into the codec's data classes (it encodes only its own instances).
+
+    Nested classes hang off their parent class by type name (e.g. `MetadataResponseTopic`).
+    """
+    struct = cls._struct
+    out: dict[str, Any] = {}
+    names = {f.name for f in struct._fields}
+    unknown = set(values) - names
+    if unknown:
+        raise ValueError(f"unknown fields for {struct.name}: {sorted(unknown)}")
+    for field in struct._fields:
+        if field.name not in values:
+            continue
+        v = values[field.name]
+        if v is not None and (field.is_struct() or field.is_struct_array()):
+            sub = getattr(cls, field.type_str)
+            if field.is_struct():
+                v = sub(version=version, **_build(sub, v, version))
+            else:
+                v = [sub(version=version, **_build(sub, item, version)) for item in v]
+        out[field.name] = v
+    return out
+
+
+def make_response(api: Api, version: int, body: dict[str, Any]) -> Any:
+    return api.response(version=version, **_build(api.response, body, version))
