@@ -16,6 +16,7 @@ DEFAULTS: dict[str, str] = {
     "broker.id": "1",
     "listeners": "PLAINTEXT://0.0.0.0:9092",
     "advertised.host": "",
+    "advertised.port": "0",
     "log.dirs": "/var/lib/logbroker",
     "num.partitions": "1",
     "default.replication.factor": "1",
@@ -45,6 +46,7 @@ class BrokerConfig:
     host: str
     port: int
     advertised_host: str
+    advertised_port: int
     log_dirs: Path
     num_partitions: int
     default_replication_factor: int
@@ -128,6 +130,7 @@ def from_mapping(v: Mapping[str, str], bugs: frozenset[Bug] = frozenset()) -> Br
         host=host or "0.0.0.0",
         port=int(port_s),
         advertised_host=v["advertised.host"] or (host if host not in ("", "0.0.0.0") else "127.0.0.1"),
+        advertised_port=num("advertised.port") or int(port_s),
         log_dirs=Path(v["log.dirs"]),
         num_partitions=num("num.partitions"),
         default_replication_factor=num("default.replication.factor"),

@@ -63,7 +63,7 @@ class BrokerCore:
         self.purgatory = Purgatory()
         self.log_config = LogConfig(config.flush_messages, config.flush_ms, config.segment_bytes)
         self.producer_ids = ProducerIdAllocator(config.log_dirs / "producer-id-block", config.broker_id)
-        self.metadata.brokers[config.broker_id] = BrokerEndpoint(config.broker_id, config.advertised_host, config.port)
+        self.metadata.brokers[config.broker_id] = BrokerEndpoint(config.broker_id, config.advertised_host, config.advertised_port)
         self.replication: Replication = Standalone(self)
         self.handlers: dict[int, Callable[[int, Any], Reply]] = {
             0: self.produce,

@@ -104,5 +104,10 @@ def _build(cls: Any, values: dict[str, Any], version: int) -> dict[str, Any]:
     return out
 
 
+def make_message(cls: Any, version: int, body: dict[str, Any]) -> Any:
+    """A request or response object of `cls` at `version` from plain nested dicts."""
+    return cls(version=version, **_build(cls, body, version))
+
+
 def make_response(api: Api, version: int, body: dict[str, Any]) -> Any:
-    return api.response(version=version, **_build(api.response, body, version))
+    return make_message(api.response, version, body)
