@@ -102,12 +102,14 @@ class Log:
     def append_as_follower(self, records: bytes) -> AppendInfo | None:
         """Store the leader's batches as they are; they must continue exactly at our LEO."""
         out = []
+        expected = self.leo
         for pos, h in iter_batches(records):
-            if h.base_offset < self.leo:
+            if h.base_offset < expected:
                 continue  # already have it (a re-fetch after a lost response)
-            if h.base_offset != self.leo:
-                raise CorruptBatch(f"follower append at {h.base_offset} leaves a gap after LEO {self.leo}")
+            if h.base_offset != expected:
+                raise CorruptBatch(f"follower append at {h.base_offset} leaves a gap after LEO {expected}")
             out.append((h, bytes(records[pos : pos + h.size])))
+            expected = h.next_offset
             if h.leader_epoch > self.epochs.latest_epoch:
                 self.epochs.assign(h.leader_epoch, h.base_offset)
         if not out:
