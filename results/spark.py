@@ -1,0 +1,44 @@
+"""One SparkSession per process, configured for small local jobs by default.
+
+Starting a session costs seconds, so it is created once and reused (tests share it through a
+session fixture). `--spark-master URL` points the same code at a real cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+_lock = threading.Lock()
+_session: Any = None
+_master: str | None = None
+
+
+def get_spark(master: str | None = None) -> Any:
+    """The process's SparkSession (created on first use); `master` defaults to local[*]."""
+    global _session, _master
+    want = master or os.environ.get("CHAOS_SPARK_MASTER") or "local[*]"
+    with _lock:
+        if _session is not None and _master == want:
+            return _session
+        if _session is not None:
+            _session.stop()
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", "python3"))
+        from pyspark.sql import SparkSession
+
+        builder = (
+            SparkSession.builder.appName("chaos-check")
+            .master(want)
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.shuffle.partitions", "2" if want.startswith("local") else "64")
+            .config("spark.sql.adaptive.enabled", "true")
+            .config("spark.driver.memory", os.environ.get("CHAOS_SPARK_DRIVER_MEMORY", "2g"))
+            .config("spark.sql.ansi.enabled", "false")
+        )
+        _session = builder.getOrCreate()
+        _session.sparkContext.setLogLevel("ERROR")
+        _master = want
+        return _session

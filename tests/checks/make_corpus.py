@@ -1,0 +1,135 @@
+"""Writes the hand-written check corpus (`corpus/<case>/history.jsonl`, `expected.json`, replicas).
+
+Each case is written out here in a compact form — (process, type, f, value) per op — because
+indices and times are bookkeeping; the files are committed so the tests read plain histories.
+Every anomaly has a case that shows it and a near miss that must not. `expected.json` lists the
+anomalies found; whether they make the run invalid is the checker's bad-type rule (DESIGN.md):
+`int-send-skip` is reported but never bad, `duplicate` is not bad for non-idempotent producers. Re-run after editing:
+`.venv/bin/python -m tests.checks.make_corpus`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+OUT = Path(__file__).resolve().parent / "corpus"
+S, P, A = "send", "poll", "assign"
+
+
+def send(p: int, k: int, v: int, outcome: str = "ok", offset: int | None = None) -> list[tuple[Any, ...]]:
+    done = [S, k, [offset, v]] if outcome == "ok" else [S, k, v]
+    return [(p, "invoke", S, [[S, k, v]]), (p, outcome, S, [done])]
+
+
+def poll(p: int, reads: dict[int, list[list[int]]], final: bool = False) -> list[tuple[Any, ...]]:
+    return [(p, "invoke", P, [[P]], final), (p, "ok", P, [[P, {str(k): v for k, v in reads.items()}]], final)]
+
+
+def assign(p: int, keys: list[int]) -> list[tuple[Any, ...]]:
+    return [(p, "invoke", A, keys), (p, "ok", A, keys)]
+
+
+def sends_op(p: int, mops: list[tuple[int, int, int]]) -> list[tuple[Any, ...]]:
+    """One op with several sends: (key, offset, value) each."""
+    return [(p, "invoke", S, [[S, k, v] for k, _, v in mops]), (p, "ok", S, [[S, k, [o, v]] for k, o, v in mops])]
+
+
+def drain(reads: dict[int, list[list[int]]]) -> list[tuple[Any, ...]]:
+    return assign(90, list(reads)) + poll(90, reads, final=True)
+
+
+CASES: dict[str, tuple[list[tuple[Any, ...]], list[str], dict[str, Any] | None]] = {
+    "valid-basic": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + send(1, 1, 3, "ok", 0)
+                    + assign(2, [0, 1]) + poll(2, {0: [[0, 1], [1, 2]], 1: [[0, 3]]}) + drain({0: [[0, 1], [1, 2]], 1: [[0, 3]]}),
+                    [], None),
+    "lost-write": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + drain({0: [[1, 2]]}), ["lost-write"], None),
+    "near-lost-write-info-send": (send(0, 0, 1, "info") + send(0, 0, 2, "ok", 1) + drain({0: [[1, 2]]}), [], None),
+    "unseen": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + drain({0: [[0, 1]]}), ["unseen"], None),
+    "near-unseen-drained": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + drain({0: [[0, 1], [1, 2]]}), [], None),
+    "inconsistent-offsets": (send(0, 0, 1, "ok", 0) + send(1, 0, 9, "info") + drain({0: [[0, 9]]}),
+                             ["inconsistent-offsets", "unseen"], None),
+    "near-inconsistent-offsets": (send(0, 0, 1, "ok", 0) + send(1, 0, 9, "info") + drain({0: [[0, 1], [1, 9]]}), [], None),
+    "duplicate": (send(0, 0, 1, "ok", 0) + drain({0: [[0, 1], [1, 1]]}), ["duplicate"], None),
+    "near-duplicate-not-idempotent": (send(0, 0, 1, "ok", 0) + drain({0: [[0, 1], [1, 1]]}), ["duplicate"],
+                                      {"seed": 1, "config": {"idempotence": False}, "complete": True}),
+    "unexpected": (send(0, 0, 1, "ok", 0) + drain({0: [[0, 1], [1, 42]]}), ["unexpected"], None),
+    "near-unexpected": (send(0, 0, 1, "ok", 0) + send(1, 0, 42, "info") + drain({0: [[0, 1], [1, 42]]}), [], None),
+    "G1a": (send(0, 0, 1, "ok", 0) + send(1, 0, 5, "fail") + drain({0: [[0, 1], [1, 5]]}), ["G1a"], None),
+    "near-G1a-info": (send(0, 0, 1, "ok", 0) + send(1, 0, 5, "info") + drain({0: [[0, 1], [1, 5]]}), [], None),
+    "poll-skip": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + send(0, 0, 3, "ok", 2) + assign(1, [0])
+                  + poll(1, {0: [[0, 1]]}) + poll(1, {0: [[2, 3]]}) + drain({0: [[0, 1], [1, 2], [2, 3]]}),
+                  ["poll-skip"], None),
+    "near-poll-skip-across-assign": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + send(0, 0, 3, "ok", 2)
+                                     + assign(1, [0]) + poll(1, {0: [[0, 1]]}) + assign(1, [0]) + poll(1, {0: [[2, 3]]})
+                                     + drain({0: [[0, 1], [1, 2], [2, 3]]}), [], None),
+    "nonmonotonic-poll": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + assign(1, [0])
+                          + poll(1, {0: [[0, 1], [1, 2]]}) + poll(1, {0: [[1, 2]]}) + drain({0: [[0, 1], [1, 2]]}),
+                          ["nonmonotonic-poll"], None),
+    "near-nonmonotonic-poll-reassigned": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + assign(1, [0])
+                                          + poll(1, {0: [[0, 1], [1, 2]]}) + assign(1, [0]) + poll(1, {0: [[0, 1]]})
+                                          + drain({0: [[0, 1], [1, 2]]}), [], None),
+    "int-poll-skip": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + send(0, 0, 3, "ok", 2) + assign(1, [0])
+                      + poll(1, {0: [[0, 1], [2, 3]]}) + drain({0: [[0, 1], [1, 2], [2, 3]]}), ["int-poll-skip"], None),
+    "near-int-poll-skip": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + send(0, 0, 3, "ok", 2) + assign(1, [0])
+                           + poll(1, {0: [[0, 1], [1, 2], [2, 3]]}) + drain({0: [[0, 1], [1, 2], [2, 3]]}), [], None),
+    "int-nonmonotonic-poll": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + assign(1, [0])
+                              + poll(1, {0: [[1, 2], [0, 1]]}) + drain({0: [[0, 1], [1, 2]]}),
+                              ["int-nonmonotonic-poll"], None),
+    "nonmonotonic-send": (send(0, 0, 1, "ok", 1) + send(0, 0, 2, "ok", 0) + drain({0: [[0, 2], [1, 1]]}),
+                          ["nonmonotonic-send"], None),
+    "near-nonmonotonic-send-two-producers": (send(0, 0, 1, "ok", 1) + send(1, 0, 2, "ok", 0) + drain({0: [[0, 2], [1, 1]]}),
+                                             [], None),
+    "int-nonmonotonic-send": (sends_op(0, [(0, 1, 1), (0, 0, 2)]) + drain({0: [[0, 2], [1, 1]]}),
+                              ["int-nonmonotonic-send"], None),
+    "int-send-skip": (sends_op(0, [(0, 0, 1), (0, 2, 2)]) + send(1, 0, 3, "ok", 1) + drain({0: [[0, 1], [1, 3], [2, 2]]}),
+                      ["int-send-skip"], None),
+    "near-int-send-skip": (sends_op(0, [(0, 0, 1), (0, 1, 2)]) + drain({0: [[0, 1], [1, 2]]}), [], None),
+    "divergent-replicas": (send(0, 0, 1, "ok", 0) + drain({0: [[0, 1]]}), ["divergent-replicas", "inconsistent-offsets"], None),
+    "near-divergent-replicas-uncommitted-tail": (send(0, 0, 1, "ok", 0) + drain({0: [[0, 1]]}), [], None),
+}
+
+REPLICAS: dict[str, dict[str, list[dict[str, Any]]]] = {
+    "divergent-replicas": {
+        "n1": [{"topic": "chaos", "partition": 0, "hw": 1, "leo": 1}, {"offset": 0, "epoch": 0, "value": "1", "crc": 1}],
+        "n2": [{"topic": "chaos", "partition": 0, "hw": 1, "leo": 1}, {"offset": 0, "epoch": 1, "value": "7", "crc": 2}],
+    },
+    "near-divergent-replicas-uncommitted-tail": {
+        "n1": [{"topic": "chaos", "partition": 0, "hw": 1, "leo": 2}, {"offset": 0, "epoch": 0, "value": "1", "crc": 1},
+               {"offset": 1, "epoch": 0, "value": "8", "crc": 3}],
+        "n2": [{"topic": "chaos", "partition": 0, "hw": 1, "leo": 2}, {"offset": 0, "epoch": 0, "value": "1", "crc": 1},
+               {"offset": 1, "epoch": 1, "value": "9", "crc": 4}],
+    },
+}
+
+
+def render(ops: list[tuple[Any, ...]]) -> str:
+    lines = []
+    for i, op in enumerate(ops):
+        d: dict[str, Any] = {"index": i, "time": 1_000_000 * (i + 1), "process": op[0], "type": op[1], "f": op[2],
+                             "value": op[3]}
+        if len(op) > 4 and op[4]:
+            d["final"] = True
+        lines.append(json.dumps(d, separators=(",", ":")))
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    for name, (ops, expected, test_json) in CASES.items():
+        d = OUT / name
+        d.mkdir(parents=True)
+        (d / "history.jsonl").write_text(render(ops))
+        (d / "expected.json").write_text(json.dumps(sorted(expected)) + "\n")
+        if test_json is not None:
+            (d / "test.json").write_text(json.dumps(test_json) + "\n")
+        for node, lines in REPLICAS.get(name, {}).items():
+            (d / "replicas" / node).mkdir(parents=True)
+            (d / "replicas" / node / "chaos-0.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+if __name__ == "__main__":
+    main()
