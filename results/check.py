@@ -85,9 +85,13 @@ def locate(path: Path) -> RunFiles:
     return RunFiles(root, hist, tj, reps)
 
 
-def bad_types(test_json: dict[str, Any] | None) -> list[str]:
-    """Which anomalies invalidate this run. Non-idempotent producers may duplicate on retry."""
+def bad_types(test_json: dict[str, Any] | None, *, drained: bool = True) -> list[str]:
+    """Which anomalies invalidate this run. Non-idempotent producers may duplicate on retry, and
+    `unseen` means something only when a final drain read everything (Jepsen judges it the same way):
+    without one — a crashed run, a history from elsewhere — it is reported but not bad."""
     bad = list(ALWAYS_BAD)
+    if not drained:
+        bad.remove("unseen")
     cfg = (test_json or {}).get("config", test_json or {})
     if test_json is not None and cfg.get("idempotence") is False:
         bad.remove("duplicate")
@@ -175,7 +179,9 @@ def check_run(path: Path, *, spark_master: str | None = None, elle_cli: str | No
             warnings.append(f"performance facts failed: {type(e).__name__}: {e}")
     fr.unpersist()
     elle = run_elle(files.history, files.root, elle_cli).to_json()
-    bad = bad_types(files.test_json)
+    bad = bad_types(files.test_json, drained=val.final_ops > 0 and not incomplete)
+    if "unseen" in found and "unseen" not in bad:
+        warnings.append("unseen values are not judged: the history has no complete final drain")
     bad_found = sorted(t for t in found if t in bad)
     if bad_found or elle["status"] == "invalid":
         valid: bool | str = False

@@ -28,6 +28,7 @@ class Validation:
     warnings: list[str] = field(default_factory=list)
     pending: dict[str, int] = field(default_factory=dict)  # process -> line of its unfinished invoke
     truncated_tail: bool = False
+    final_ops: int = 0  # ops of the final drain (`"final": true`)
 
     @property
     def incomplete(self) -> bool:
@@ -54,35 +55,37 @@ def validate_history(path: Path) -> Validation:
                 v.truncated_tail = True
                 v.warnings.append(f"line {n}: torn last line ignored (the run probably crashed): {e}")
                 break
-            raise HistoryError(f"{path}:{n}: not JSON ({e.msg} at column {e.colno})") from None
+            raise HistoryError(f"{path}, line {n}: not JSON ({e.msg} at column {e.colno})") from None
         if not isinstance(op, dict):
-            raise HistoryError(f"{path}:{n}: an op must be a JSON object, not {type(op).__name__}")
+            raise HistoryError(f"{path}, line {n}: an op must be a JSON object, not {type(op).__name__}")
         missing = [k for k in REQUIRED if k not in op]
         if missing:
-            raise HistoryError(f"{path}:{n}: op lacks {', '.join(missing)}")
+            raise HistoryError(f"{path}, line {n}: op lacks {', '.join(missing)}")
         if op["type"] not in TYPES:
-            raise HistoryError(f"{path}:{n}: unknown type {op['type']!r} (expected invoke/ok/fail/info)")
+            raise HistoryError(f"{path}, line {n}: unknown type {op['type']!r} (expected invoke/ok/fail/info)")
         if not isinstance(op["index"], int) or op["index"] <= last_index:
-            raise HistoryError(f"{path}:{n}: index {op['index']!r} does not increase (previous {last_index})")
+            raise HistoryError(f"{path}, line {n}: index {op['index']!r} does not increase (previous {last_index})")
         last_index = op["index"]
         v.ops += 1
         proc = str(op["process"])
         if proc == NEMESIS:
             continue
         if op["f"] not in CLIENT_FS:
-            raise HistoryError(f"{path}:{n}: unknown f {op['f']!r} for a client op (expected one of "
+            raise HistoryError(f"{path}, line {n}: unknown f {op['f']!r} for a client op (expected one of "
                                f"{', '.join(sorted(CLIENT_FS))})")
         if op["f"] != "assign" and not isinstance(op.get("value"), list):
-            raise HistoryError(f"{path}:{n}: value of a {op['f']} op must be a list of micro-ops")
+            raise HistoryError(f"{path}, line {n}: value of a {op['f']} op must be a list of micro-ops")
         v.client_ops += 1
+        if op.get("final") is True:
+            v.final_ops += 1
         if op["type"] == "invoke":
             if proc in v.pending:
-                raise HistoryError(f"{path}:{n}: process {proc} invokes again while its op from line "
+                raise HistoryError(f"{path}, line {n}: process {proc} invokes again while its op from line "
                                    f"{v.pending[proc]} has no completion")
             v.pending[proc] = n
         else:
             if proc not in v.pending:
-                raise HistoryError(f"{path}:{n}: {op['type']} completion for process {proc} without an invoke")
+                raise HistoryError(f"{path}, line {n}: {op['type']} completion for process {proc} without an invoke")
             del v.pending[proc]
     for proc, n in sorted(v.pending.items(), key=lambda kv: kv[1]):
         v.warnings.append(f"line {n}: process {proc}'s op has no completion (treated as unknown)")
