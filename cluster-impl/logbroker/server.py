@@ -14,6 +14,7 @@ import struct
 from typing import Any
 
 from logbroker.core.broker import BrokerCore, Reply
+from logbroker.protocol import internal
 from logbroker.protocol.apis import API_VERSIONS_KEY, APIS, api_versions_body, decode_request, encode_response, peek_head
 
 log = logging.getLogger(__name__)
@@ -86,11 +87,24 @@ class BrokerServer:
             self.connections.discard(writer)
             writer.close()
 
+    async def _respond_internal(self, correlation_id: int, frame: bytes) -> bytes:
+        handler = getattr(self.core.replication, "handle_internal", None)
+        if handler is None:
+            raise ProtocolViolation("inter-broker request to a standalone broker")
+        try:
+            body = internal.decode_request(frame)
+        except ValueError as e:
+            raise ProtocolViolation(f"undecodable internal request: {e}") from None
+        reply = await handler(body)
+        return internal.encode_response(correlation_id, reply)
+
     async def _respond(self, frame: bytes) -> bytes | None:
         try:
             head = peek_head(frame)
         except ValueError as e:
             raise ProtocolViolation(str(e)) from None
+        if head.api_key == internal.INTERNAL_KEY:
+            return await self._respond_internal(head.correlation_id, frame)
         api = APIS.get(head.api_key)
         if api is None:
             raise ProtocolViolation(f"unsupported api key {head.api_key}")

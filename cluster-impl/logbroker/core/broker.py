@@ -219,7 +219,8 @@ class BrokerCore:
                     waits.append((p, wait))
         if acks == 0:
             return Reply(version, None)
-        if acks == 1 or not waits:
+        early = getattr(self.replication, "produce_complete_early", None)
+        if acks == 1 or not waits or (early is not None and early()):
             return Reply(version, self._produce_body(results))
         deadline = self.clock.monotonic_ms() + max(0, req.timeout_ms)
 

@@ -1,0 +1,1 @@
+"""Coordination through ZooKeeper (kazoo), behind a small interface the state machines use."""

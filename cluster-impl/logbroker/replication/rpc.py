@@ -1,0 +1,98 @@
+"""Asyncio clients from one broker to another: internal control requests and follower Fetch.
+
+One connection per (peer, purpose), reopened on failure; every call has a timeout, and a failure
+is an exception the caller turns into a retry, never a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import struct
+from typing import Any
+
+from kafka.protocol.consumer import FetchRequest, FetchResponse
+
+from logbroker.protocol import internal
+from logbroker.protocol.apis import make_message
+
+FETCH_VERSION = 11
+
+
+class PeerConnection:
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self._rw: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self._lock = asyncio.Lock()
+        self._corr = itertools.count(1)
+
+    async def _conn(self, timeout: float) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if self._rw is None:
+            self._rw = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), timeout)
+        return self._rw
+
+    def close(self) -> None:
+        if self._rw is not None:
+            self._rw[1].close()
+            self._rw = None
+
+    async def _roundtrip(self, data: bytes, timeout: float) -> bytes:
+        async with self._lock:
+            try:
+                r, w = await self._conn(timeout)
+                w.write(data)
+                await w.drain()
+                size = struct.unpack(">i", await asyncio.wait_for(r.readexactly(4), timeout))[0]
+                return await asyncio.wait_for(r.readexactly(size), timeout)
+            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as e:
+                self.close()
+                raise ConnectionError(f"{self.host}:{self.port}: {e!r}") from None
+
+    async def call(self, body: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
+        corr = next(self._corr)
+        frame = await self._roundtrip(internal.encode_request(corr, body), timeout)
+        got, reply = internal.decode_response(frame)
+        if got != corr:
+            self.close()
+            raise ConnectionError(f"{self.host}:{self.port}: correlation id {got} != {corr}")
+        return reply
+
+    async def fetch(self, replica_id: int, topic: str, partition: int, offset: int, leader_epoch: int,
+                    max_wait_ms: int, timeout: float) -> Any:
+        corr = next(self._corr)
+        req = make_message(FetchRequest, FETCH_VERSION, {
+            "replica_id": replica_id, "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": 8 << 20,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+            "topics": [{"topic": topic, "partitions": [{"partition": partition, "current_leader_epoch": leader_epoch,
+                                                        "fetch_offset": offset, "log_start_offset": -1,
+                                                        "partition_max_bytes": 4 << 20}]}]})
+        req.with_header(correlation_id=corr, client_id="logbroker-replica")
+        frame = await self._roundtrip(bytes(req.encode(header=True, framed=True)), timeout)
+        resp = FetchResponse.decode(frame, version=FETCH_VERSION, header=True)
+        return resp.responses[0].partitions[0]
+
+
+class Peers:
+    """Connections to other brokers, by broker id, for one purpose (control or fetch)."""
+
+    def __init__(self) -> None:
+        self.endpoints: dict[int, tuple[str, int]] = {}
+        self._conns: dict[int, PeerConnection] = {}
+
+    def set_endpoint(self, bid: int, host: str, port: int) -> None:
+        if self.endpoints.get(bid) != (host, port):
+            self.endpoints[bid] = (host, port)
+            old = self._conns.pop(bid, None)
+            if old is not None:
+                old.close()
+
+    def get(self, bid: int) -> PeerConnection:
+        if bid not in self._conns:
+            host, port = self.endpoints[bid]
+            self._conns[bid] = PeerConnection(host, port)
+        return self._conns[bid]
+
+    def close(self) -> None:
+        for c in self._conns.values():
+            c.close()
+        self._conns.clear()
