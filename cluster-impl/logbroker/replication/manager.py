@@ -119,11 +119,13 @@ class ReplicaManager:
         if ep is None:
             return None
         self.control.set_endpoint(bid, ep[0], ep[1])
-        try:
-            return await self.control.get(bid).call(body)
-        except ConnectionError as e:
-            log.info("controller request to broker %d failed: %s", bid, e)
-            return None
+        for attempt in range(5):  # a restarted broker leaves a dead pooled connection behind: reconnect
+            try:
+                return await self.control.get(bid).call(body)
+            except ConnectionError as e:
+                log.info("controller request to broker %d failed (attempt %d): %s", bid, attempt + 1, e)
+                await asyncio.sleep(0.1 * (attempt + 1))
+        return None
 
     # --- internal requests ---------------------------------------------------------------------
     async def handle_internal(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -373,11 +375,11 @@ class ReplicaManager:
                 try:
                     if cid == self.bid:
                         reply = await self.controller.alter_isr(body)
+                    elif cid in self.fetch_peers.endpoints:
+                        self.control.set_endpoint(cid, *self.fetch_peers.endpoints[cid])
+                        reply = await self.control.get(cid).call(body)
                     else:
-                        reply = await self.control.get(cid).call(body) if cid in self.fetch_peers.endpoints else None
-                        if cid not in self.control.endpoints and cid in self.fetch_peers.endpoints:
-                            self.control.set_endpoint(cid, *self.fetch_peers.endpoints[cid])
-                            reply = await self.control.get(cid).call(body)
+                        reply = None  # we do not know the controller yet; UpdateMetadata will tell us
                 except (ConnectionError, KeyError):
                     reply = None
                 if reply is None or reply.get("error") == Err.NOT_CONTROLLER:
