@@ -27,6 +27,7 @@ from logbroker.core.partition import Partition, Role, TopicPartition
 from logbroker.log.batch import CorruptBatch
 from logbroker.protocol.errors import Err
 from logbroker.replication.rpc import Peers
+from logbroker.replication.truncation import truncation_offset
 
 log = logging.getLogger(__name__)
 STALE_CONTROLLER_EPOCH = 11
@@ -218,42 +219,31 @@ class ReplicaManager:
 
     # --- follower ------------------------------------------------------------------------------
     async def _truncate(self, p: Partition, leader: int, epoch: int) -> None:
-        """KIP-101/279: ask the leader where our latest epoch ends and cut there; the bug cuts to HW."""
+        """KIP-101/279: ask the leader where our epochs end and cut there; the bug cuts to HW."""
         if Bug.TRUNCATE_TO_HW in self.bugs:
-            log.info("%s: truncating to HW %d (bug truncate-to-hw)", p.tp, p.hw)
-            p.log.truncate_to(p.hw)
+            cut = p.hw
+            log.info("%s: truncating to HW %d (bug truncate-to-hw)", p.tp, cut)
+        else:
+            async def ask(my_epoch: int) -> tuple[int, int]:
+                while p.role is Role.FOLLOWER and p.leader_epoch == epoch:
+                    try:
+                        reply = await self.fetch_peers.get(leader).call({
+                            "type": "offset_for_leader_epoch", "topic": p.tp.topic, "partition": p.tp.partition,
+                            "leader_epoch": my_epoch, "current_leader_epoch": epoch})
+                    except (ConnectionError, KeyError) as e:
+                        log.info("%s: OffsetForLeaderEpoch to %d failed: %s", p.tp, leader, e)
+                        reply = {"error": -1}
+                    if not reply.get("error"):
+                        return int(reply["leader_epoch"]), int(reply["end_offset"])
+                    await asyncio.sleep(0.2)
+                raise asyncio.CancelledError
+
+            cut = await truncation_offset(p.log.epochs, p.leo, p.hw, ask)
+        if cut < p.leo:
+            log.info("%s: truncating LEO %d -> %d before following %d", p.tp, p.leo, cut, leader)
+            p.log.truncate_to(cut)
             p.producers.rebuild([h for h, _ in p.log.batches()])
-            return
-        while p.role is Role.FOLLOWER and p.leader_epoch == epoch:
-            my_epoch = p.log.epochs.latest_epoch
-            if my_epoch < 0:
-                return
-            try:
-                reply = await self.fetch_peers.get(leader).call({
-                    "type": "offset_for_leader_epoch", "topic": p.tp.topic, "partition": p.tp.partition,
-                    "leader_epoch": my_epoch, "current_leader_epoch": epoch})
-            except (ConnectionError, KeyError) as e:
-                log.info("%s: OffsetForLeaderEpoch to %d failed: %s", p.tp, leader, e)
-                await asyncio.sleep(0.2)
-                continue
-            if reply.get("error"):
-                await asyncio.sleep(0.2)
-                continue
-            end = int(reply["end_offset"])
-            if int(reply["leader_epoch"]) < 0:
-                end = 0
-            # KIP-279: if the leader's answer is for an older epoch than ours, our later epochs diverged;
-            # the loop repeats with our next-lower epoch after truncating
-            if end < p.leo:
-                log.info("%s: truncating LEO %d -> %d (leader %d: epoch %s ends at %d)", p.tp, p.leo, end,
-                         leader, reply["leader_epoch"], end)
-                p.log.truncate_to(end)
-                p.producers.rebuild([h for h, _ in p.log.batches()])
-                p.hw = min(p.hw, p.leo)
-            if int(reply["leader_epoch"]) == p.log.epochs.latest_epoch or p.log.epochs.latest_epoch < 0:
-                return
-            if int(reply["leader_epoch"]) < my_epoch and p.log.epochs.latest_epoch >= my_epoch:
-                return  # nothing more to cut
+        p.hw = min(p.hw, p.leo)
 
     async def _follow(self, p: Partition, leader: int, epoch: int) -> None:
         try:
