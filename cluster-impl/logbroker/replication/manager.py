@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import zlib
 from typing import Any
 
 from logbroker.bugs import Bug
@@ -324,7 +325,8 @@ class ReplicaManager:
             return Err.INVALID_PARTITIONS
         if replication_factor < 1 or replication_factor > len(live):
             return Err.INVALID_REPLICATION_FACTOR
-        assignment = place_replicas(partitions, replication_factor, live, start=hash(name) % len(live))
+        # a stable hash (not Python's per-process salted one): the same topic lands the same way every run
+        assignment = place_replicas(partitions, replication_factor, live, start=zlib.crc32(name.encode()) % len(live))
         if not self.zk.create_topic(name, assignment):
             return Err.TOPIC_ALREADY_EXISTS
         return Err.NONE

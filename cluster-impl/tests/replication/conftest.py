@@ -20,18 +20,24 @@ def zookeeper(tmp_path: Path) -> Iterator[LocalZooKeeper]:
     zk.stop()
 
 
-@pytest.fixture
-def cluster(tmp_path: Path, zookeeper: LocalZooKeeper) -> Iterator[list[BrokerProc]]:
-    """Three brokers, ids 1..3, RF 3, min ISR 2, short session and lag timeouts so failover is quick."""
+def make_cluster(root: Path, zk: LocalZooKeeper, *, min_isr: int = 2, bugs: tuple[str, ...] = (),
+                 session_ms: int = 3000, lag_ms: int = 3000) -> list[BrokerProc]:
+    """Three brokers, ids 1..3, RF 3, short session and lag timeouts so failover is quick."""
     brokers = []
     for i in (1, 2, 3):
-        b = BrokerProc(tmp_path / f"b{i}", overrides=[
-            f"broker.id={i}", f"zookeeper.connect={zookeeper.connect}", "zookeeper.session.timeout.ms=3000",
-            "replica.lag.time.max.ms=3000", "default.replication.factor=3", "min.insync.replicas=2",
-            "num.partitions=1", "auto.create.topics.enable=false"])
+        b = BrokerProc(root / f"b{i}", overrides=[
+            f"broker.id={i}", f"zookeeper.connect={zk.connect}", f"zookeeper.session.timeout.ms={session_ms}",
+            f"replica.lag.time.max.ms={lag_ms}", "default.replication.factor=3", f"min.insync.replicas={min_isr}",
+            "num.partitions=1", "auto.create.topics.enable=false"], bugs=list(bugs))
         brokers.append(b)
     for b in brokers:
         b.start()
+    return brokers
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, zookeeper: LocalZooKeeper) -> Iterator[list[BrokerProc]]:
+    brokers = make_cluster(tmp_path, zookeeper)
     yield brokers
     for b in brokers:
         b.kill()

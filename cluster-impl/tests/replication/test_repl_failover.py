@@ -48,6 +48,7 @@ def create(cluster: list[BrokerProc], topic: str) -> None:
     from confluent_kafka.admin import NewTopic
 
     client = admin(cluster)  # keep the client alive until its futures resolve
+    wait_for(lambda: len(client.list_topics(timeout=10).brokers) == 3, what="all brokers registered")
     for f in client.create_topics([NewTopic(topic, 1, 3)]).values():
         f.result(15)
     wait_for(lambda: partition_meta(cluster, topic)[1] == [1, 2, 3], what="a full ISR")
