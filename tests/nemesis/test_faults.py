@@ -1,0 +1,137 @@
+"""Every fault family on real containers running ZooKeeper and brokers, and the heal that follows."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from harness import layout
+from harness.db.logbroker import LogbrokerDB
+from harness.db.settings import BrokerSettings
+from harness.history import HistoryWriter
+from nemesis import build
+from nemesis.model import NemesisContext, PlannedFault
+from nemesis.runner import NemesisRunner
+
+pytestmark = pytest.mark.docker
+PROBE = "timeout 2 bash -c 'exec 3<>/dev/tcp/{ip}/{port}' && echo open || echo closed"
+
+
+@pytest.fixture
+def ctx(docker_cluster) -> Iterator[NemesisContext]:  # type: ignore[no-untyped-def]
+    nodes = docker_cluster.nodes
+    remotes = {n.name: docker_cluster.remote(n.name) for n in nodes}
+    db = LogbrokerDB(nodes, remotes, BrokerSettings(partitions=1))
+    db.setup_all()
+    c = NemesisContext(nodes, remotes, db, topic="chaos", partitions=1)
+    try:
+        yield c
+    finally:
+        for fam in build(["partition", "pause", "clock", "kill"]).values():
+            fam.heal(c)
+        db.teardown_all()
+
+
+def _run_fault(ctx: NemesisContext, fault: PlannedFault) -> tuple[object, dict]:  # type: ignore[type-arg]
+    fam = build([f"{fault.family}-{fault.kind}"])[fault.family]
+    return fam, fam.start(ctx, fault)
+
+
+def test_partition_one_cuts_broker_and_zookeeper_ports_until_heal(ctx: NemesisContext) -> None:
+    n1, _, n3 = ctx.nodes
+    fam, started = _run_fault(ctx, PlannedFault("partition", "one", 0, 1, {"node": "n3", "order": ["n3", "n1", "n2"]}))
+    assert started["grudge"]["n3"] == ["n1", "n2"]
+    r3 = ctx.remotes["n3"]
+    for port in (layout.BROKER_PORT, layout.ZK_CLIENT_PORT):
+        assert r3.exec(PROBE.format(ip=n1.ip, port=port)).stdout.strip() == "closed"
+        assert ctx.remotes["n1"].exec(PROBE.format(ip=n3.ip, port=port)).stdout.strip() == "closed"
+    fam.heal(ctx)  # type: ignore[attr-defined]
+    for port in (layout.BROKER_PORT, layout.ZK_CLIENT_PORT):
+        assert r3.exec(PROBE.format(ip=n1.ip, port=port)).stdout.strip() == "open"
+
+
+def test_pause_longer_than_session_timeout_expires_the_session(ctx: NemesisContext) -> None:
+    n2 = ctx.nodes[1]
+    fam, started = _run_fault(ctx, PlannedFault("pause", "one", 0, 1, {"node": "n2"}))
+    pid = ctx.db.broker_pid(n2)
+    assert ctx.remotes["n2"].exec(f"ps -o stat= -p {pid}").stdout.strip().startswith("T")
+    deadline = time.monotonic() + 30
+    while "2" in (ctx.db._zk_children("/brokers/ids") or []) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert "2" not in (ctx.db._zk_children("/brokers/ids") or []), "a paused broker's session must expire"
+    fam.stop(ctx, PlannedFault("pause", "one", 0, 1, {}), started)  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 30
+    while "2" not in (ctx.db._zk_children("/brokers/ids") or []) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert "2" in (ctx.db._zk_children("/brokers/ids") or []), "after SIGCONT it registers again"
+
+
+def _broker_log_time(ctx: NemesisContext, node: str) -> float:
+    """Make the broker log a line now (a malformed frame), and read the wall-clock time it stamped."""
+    n = ctx.node(node)
+    with socket.create_connection((n.ip, layout.BROKER_PORT), timeout=5) as s:
+        s.sendall(b"\xff\xff\xff\xff")
+    time.sleep(0.5)
+    line = [ln for ln in ctx.remotes[node].exec(f"tail -n 50 {layout.BROKER_LOG}").stdout.splitlines()
+            if "closing connection" in ln][-1]
+    stamp = re.match(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)", line).group(1)  # type: ignore[union-attr]
+    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def test_clock_bump_moves_the_broker_wall_clock_not_the_hosts(ctx: NemesisContext) -> None:
+    before = _broker_log_time(ctx, "n2") - time.time()
+    fam, _ = _run_fault(ctx, PlannedFault("clock", "bump", 0, 1, {"nodes": ["n2"], "seconds": 120.0}))
+    host_before = time.time()
+    skew = _broker_log_time(ctx, "n2") - time.time()
+    assert 110 < skew - before < 130, f"broker clock ahead by {skew - before:.1f} s"
+    assert abs(time.time() - host_before) < 30
+    fam.heal(ctx)  # type: ignore[attr-defined]
+    assert abs(_broker_log_time(ctx, "n2") - time.time()) < 5
+
+
+def test_kill_controller_and_a_new_controller_with_a_higher_epoch(ctx: NemesisContext) -> None:
+    ctrl, epoch = ctx.db.controller(), ctx.db.controller_epoch()
+    assert ctrl is not None and epoch is not None
+    pid = ctx.db.broker_pid(ctrl)
+    fam, started = _run_fault(ctx, PlannedFault("kill", "controller", 0, 1, {"node": "n1"}))
+    assert started["nodes"] == [ctrl.name] and ctx.db.broker_pid(ctrl) is None
+    assert ctx.remotes[ctrl.name].exec(f"kill -0 {pid}", check=False).exit_status != 0
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        now = ctx.db.controller()
+        if now is not None and now.name != ctrl.name:
+            break
+        time.sleep(0.5)
+    assert ctx.db.controller() not in (None, ctrl) and (ctx.db.controller_epoch() or 0) > epoch
+    fam.stop(ctx, PlannedFault("kill", "controller", 0, 1, {}), started)  # type: ignore[attr-defined]
+    assert ctx.db.broker_pid(ctrl) is not None
+
+
+def test_an_exception_mid_fault_still_heals_everything(ctx: NemesisContext, tmp_path: Path) -> None:
+    faults = [PlannedFault("partition", "halves", 0.1, 60, {"order": ["n1", "n2", "n3"]})]
+    history = HistoryWriter(tmp_path / "history.jsonl")
+    runner = NemesisRunner(ctx, build(["partition"]), faults, history)
+    with pytest.raises(RuntimeError, match="boom"):
+        try:
+            runner.start()
+            deadline = time.monotonic() + 10
+            while not runner.active_faults() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert runner.active_faults() == ["partition-halves"]
+            raise RuntimeError("boom")
+        finally:
+            runner.heal()
+            history.close()
+    for n in ctx.nodes:
+        rules = ctx.remotes[n.name].exec("iptables -S CHAOS").stdout
+        assert "DROP" not in rules
+    ops = [json.loads(x) for x in (tmp_path / "history.jsonl").read_text().splitlines()]
+    assert [o["f"] for o in ops] == ["start-partition", "heal"]
+    assert all(o["process"] == "nemesis" and o["type"] == "info" for o in ops)

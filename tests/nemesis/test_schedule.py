@@ -1,0 +1,43 @@
+"""The schedule is a pure function of the seed; names are validated before anything starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import UsageError
+from nemesis import grudge, validate
+from nemesis.schedule import plan
+
+NODES = ["n1", "n2", "n3", "n4", "n5"]
+
+
+def test_same_seed_same_schedule_and_another_seed_differs() -> None:
+    kw = {"interval_s": 5.0, "time_limit_s": 120.0, "node_names": NODES}
+    a = plan(42, ["partition", "pause", "clock", "kill-controller"], **kw)
+    b = plan(42, ["partition", "pause", "clock", "kill-controller"], **kw)
+    c = plan(43, ["partition", "pause", "clock", "kill-controller"], **kw)
+    assert [f.to_json() for f in a] == [f.to_json() for f in b]
+    assert [f.to_json() for f in a] != [f.to_json() for f in c]
+    assert len(a) >= 8 and all(f.at_s + f.duration_s <= 120.0 + 1e-6 for f in a)
+    assert {f.family for f in a} <= {"partition", "pause", "clock", "kill"}
+    starts = [f.at_s for f in a]
+    assert starts == sorted(starts)
+    for prev, nxt in zip(a, a[1:], strict=False):  # max_active=1: faults never overlap
+        assert nxt.at_s >= prev.at_s + prev.duration_s
+
+
+def test_grudges() -> None:
+    assert grudge.halves(["n1", "n2", "n3", "n4", "n5"]) == {
+        "n1": ["n3", "n4", "n5"], "n2": ["n3", "n4", "n5"], "n3": ["n1", "n2"], "n4": ["n1", "n2"], "n5": ["n1", "n2"]}
+    assert grudge.isolate("n2", ["n1", "n2", "n3"]) == {"n1": ["n2"], "n3": ["n2"], "n2": ["n1", "n3"]}
+    assert grudge.one_way("n2", ["n1", "n2", "n3"]) == {"n2": ["n1", "n3"]}
+    b = grudge.bridge(["n1", "n2", "n3", "n4", "n5"])
+    assert b["n3"] == [] and b["n1"] == ["n4", "n5"] and b["n5"] == ["n1", "n2"]
+
+
+def test_validation_is_one_sentence_before_anything_starts() -> None:
+    validate(["partition", "kill-controller", "clock-bump"], provisioner="docker")
+    with pytest.raises(UsageError, match="unknown nemesis 'partition-sideways'"):
+        validate(["partition-sideways"])
+    with pytest.raises(UsageError, match="needs libfaketime"):
+        validate(["clock"], provisioner="ssh")
