@@ -93,6 +93,9 @@ class NemesisRunner:
                 errors.append(f"{name}: {e}")
         with self._lock:
             self.active.clear()
-        self.history.append(NEMESIS, OpType.INFO, "heal", {"families": sorted(self.families), "errors": errors})
+        try:
+            self.history.append(NEMESIS, OpType.INFO, "heal", {"families": sorted(self.families), "errors": errors})
+        except ValueError:
+            pass  # the history is already closed: this is the belt-and-braces heal on the way out
         if errors:
             raise RuntimeError("heal failed for " + "; ".join(errors))

@@ -1,0 +1,42 @@
+"""Live progress on the terminal while a run goes: elapsed/remaining, ops ok/fail/info, active faults."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+
+
+@contextlib.contextmanager
+def live_progress(spec: Any, history: Any, nemesis: Any, t0: float, *, enabled: bool = True) -> Iterator[None]:
+    if not enabled:
+        yield
+        return
+    console = Console(stderr=True)
+    stop = threading.Event()
+
+    def line() -> str:
+        el = time.monotonic() - t0
+        c = history.counts
+        faults = ", ".join(nemesis.active_faults()) or "none"
+        return (f"[bold]{spec.name}[/] seed {spec.seed}  {el:5.1f}s / {spec.time_limit:.0f}s  "
+                f"ok [green]{c['ok']}[/] fail [red]{c['fail']}[/] info [yellow]{c['info']}[/]  faults: {faults}")
+
+    with Live(line(), console=console, refresh_per_second=4, transient=False) as live:
+        def tick() -> None:
+            while not stop.wait(0.25):
+                live.update(line())
+
+        t = threading.Thread(target=tick, daemon=True)
+        t.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            t.join(2)
+            live.update(line())

@@ -1,0 +1,116 @@
+"""`chaos run` on real containers: a complete store, a well-formed history, the same schedule for the
+same seed, and Ctrl-C leaving nothing behind but the history."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import docker
+import pytest
+
+from tests.conftest import CHAOS, run_chaos
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+ARGS = ["--nodes", "3", "--time-limit", "20", "--nemesis", "partition", "--nemesis-interval", "6",
+        "--concurrency", "4", "--rate", "40", "--partitions", "2", "--no-progress"]
+
+
+def _run_dir(store: Path) -> Path:
+    dirs = [p for p in (store / "queue").iterdir() if p.is_dir()]
+    assert len(dirs) == 1
+    return dirs[0]
+
+
+def _history(run_dir: Path) -> list[dict]:  # type: ignore[type-arg]
+    return [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]
+
+
+def _well_formed(ops: list[dict]) -> None:  # type: ignore[type-arg]
+    assert [o["index"] for o in ops] == list(range(len(ops)))
+    pending: dict[object, dict] = {}  # type: ignore[type-arg]
+    for o in ops:
+        if o["process"] == "nemesis":
+            assert o["type"] == "info"
+            continue
+        if o["type"] == "invoke":
+            assert o["process"] not in pending
+            pending[o["process"]] = o
+        else:
+            inv = pending.pop(o["process"])
+            assert inv["f"] == o["f"] and o["type"] in ("ok", "fail", "info")
+    assert not pending, "every invoke has exactly one completion"
+
+
+def _invocations(ops: list[dict]) -> dict[int, list[object]]:  # type: ignore[type-arg]
+    per: dict[int, list[object]] = defaultdict(list)
+    for o in ops:
+        if o["type"] == "invoke" and "worker" in o:
+            per[o["worker"]].append((o["f"], o["value"]))
+    return per
+
+
+def test_two_runs_with_one_seed(chaos_home: Path, tmp_path: Path) -> None:
+    runs = []
+    for i in (1, 2):
+        store = tmp_path / f"store{i}"
+        res = run_chaos("run", *ARGS, "--seed", "11", "--store", str(store), "--cluster", f"e2e-{os.getpid()}",
+                        timeout=600)
+        assert res.returncode in (0, 1), res.stderr[-3000:]
+        runs.append(_run_dir(store))
+    first = runs[0]
+    for name in ("test.json", "history.jsonl", "results.json"):
+        assert (first / name).is_file(), name
+    assert {p.name for p in (first / "replicas").iterdir()} == {"n1", "n2", "n3"}
+    assert all((first / "replicas" / n / f"chaos-{k}.jsonl").is_file() for n in ("n1", "n2", "n3") for k in (0, 1))
+    assert (first / "nodes" / "n1" / "broker.log").is_file()
+    meta = json.loads((first / "test.json").read_text())
+    assert meta["complete"] is True and meta["seed"] == 11 and meta["git"] and meta["image"]
+    ops = [_history(r) for r in runs]
+    for h in ops:
+        _well_formed(h)
+        assert any(o["process"] == "nemesis" and o["f"] == "start-partition" for o in h)
+        assert any(o.get("final") for o in h)
+    metas = [json.loads((r / "test.json").read_text()) for r in runs]
+    assert metas[0]["schedule"] == metas[1]["schedule"], "same seed, same faults, kinds, targets, times"
+    nem = [[(o["f"], o["value"].get("kind")) for o in h if o["process"] == "nemesis" and o["f"] != "heal"] for h in ops]
+    assert nem[0] == nem[1]
+    inv = [_invocations(h) for h in ops]
+    assert set(inv[0]) == set(inv[1]) == {0, 1, 2, 3}
+    for w in inv[0]:
+        n = min(len(inv[0][w]), len(inv[1][w]))
+        assert n > 3 and inv[0][w][:n] == inv[1][w][:n], f"worker {w}'s invocations differ"
+    results = json.loads((first / "results.json").read_text())
+    assert results["valid"] in (True, False, "unknown")
+
+
+def test_ctrl_c_mid_run_heals_tears_down_and_keeps_the_history(chaos_home: Path, tmp_path: Path) -> None:
+    cluster = f"sigint-run-{os.getpid()}"
+    store = tmp_path / "store"
+    proc = subprocess.Popen([CHAOS, "run", *ARGS[:-1], "--time-limit", "120", "--seed", "3", "--store", str(store),
+                             "--cluster", cluster, "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 180
+    hist = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        found = list(store.glob("queue/*/history.jsonl"))
+        if found and sum(1 for _ in found[0].open()) > 40:
+            hist = found[0]
+            break
+        time.sleep(0.5)
+    assert hist is not None, "the run never got going"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode >= 2
+    assert "interrupted" in err.splitlines()[-1]
+    c = docker.from_env()
+    assert c.containers.list(all=True, filters={"label": f"chaos.cluster={cluster}"}) == []
+    assert c.networks.list(filters={"label": f"chaos.cluster={cluster}"}) == []
+    lines = hist.read_text().splitlines()
+    assert len(lines) > 40 and all(json.loads(x) for x in lines)
+    assert json.loads((hist.parent / "test.json").read_text())["complete"] is False
