@@ -84,6 +84,7 @@ def _run(spec: RunSpec, rd: RunDir, history: HistoryWriter, stack: contextlib.Ex
     from nemesis.runner import NemesisRunner
     from nemesis.schedule import plan
 
+    phases = Phases()
     opts: dict[str, Any] = {"hosts": spec.hosts} if spec.provisioner == "ssh" else {}
     prov = get_provisioner(spec.provisioner, spec.cluster, **opts)
     nodes = prov.up(spec.nodes)
@@ -91,6 +92,7 @@ def _run(spec: RunSpec, rd: RunDir, history: HistoryWriter, stack: contextlib.Ex
         stack.callback(prov.down)
     remotes = {n.name: SSHRemote(n) for n in nodes}
     stack.callback(lambda: [r.close() for r in remotes.values()])
+    phases.mark("provision")
     settings = BrokerSettings(replication_factor=spec.replication_factor, min_insync_replicas=spec.min_insync,
                               bugs=tuple(spec.bugs), partitions=spec.partitions, extra=dict(spec.extra))
     db = LogbrokerDB(nodes, remotes, settings)
@@ -101,6 +103,7 @@ def _run(spec: RunSpec, rd: RunDir, history: HistoryWriter, stack: contextlib.Ex
     db.setup_all()
     rd.write_meta(nodes=[n.to_json() for n in nodes], image=_image_id())
     _create_topic(db, spec)
+    phases.mark("deploy")
 
     faults = plan(spec.seed, list(spec.nemesis), interval_s=spec.nemesis_interval, time_limit_s=spec.time_limit,
                   node_names=[n.name for n in nodes])
@@ -124,18 +127,37 @@ def _run(spec: RunSpec, rd: RunDir, history: HistoryWriter, stack: contextlib.Ex
             if nemesis.error is not None:
                 raise ChaosError(f"the nemesis failed: {nemesis.error}")
     pool.join(30)
+    phases.mark("workload")
     nemesis.heal()
     recovered = _wait_recovered(db, spec)
+    phases.mark("heal_and_recover")
     drained = final_drain(history, bootstraps, spec, pool.new_process())
+    phases.mark("final_drain")
     _collect(db, nodes, remotes, rd)
+    phases.mark("collect")
     history.close()
     rd.write_meta(complete=True, recovered=recovered, drained=drained, finished=time.time(),
-                  worker_errors=pool.errors)
+                  worker_errors=pool.errors, ops=dict(history.counts), phases=phases.seconds)
     from results.check import check_run, print_verdict
 
     result = check_run(rd.path)
+    phases.mark("check")
+    rd.write_meta(phases=phases.seconds)
     print_verdict(result)
     return RunOutcome(rd.path, result.exit_code, result.valid, sorted(result.anomalies))
+
+
+class Phases:
+    """Wall-clock seconds per phase, saved in test.json (the harness's own overhead, for bench-run)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._t = time.monotonic()
+
+    def mark(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] = round(now - self._t, 3)
+        self._t = now
 
 
 def _quietly(fn: Any) -> None:
