@@ -124,15 +124,18 @@ class SSHRemote:
             chan.close()
         return Result(self.node.name, cmd, status, out.decode(errors="replace"), err.decode(errors="replace"))
 
+    def _sftp(self) -> paramiko.SFTPClient:
+        try:
+            return self._get_client().open_sftp()
+        except (paramiko.SSHException, OSError) as e:
+            self._drop()
+            raise RemoteUnreachable(self.node.name, f"cannot open SFTP: {e}") from None
+
     def put(self, path: str, data: bytes, *, mode: int = 0o644, timeout: float = 60.0) -> None:
         parent = posixpath.dirname(path)
         if parent:
             self.exec(f"mkdir -p '{parent}'", timeout=timeout)
-        try:
-            sftp = self._get_client().open_sftp()
-        except (paramiko.SSHException, OSError) as e:
-            self._drop()
-            raise RemoteUnreachable(self.node.name, f"cannot open SFTP: {e}") from None
+        sftp = self._sftp()
         try:
             sftp.get_channel().settimeout(timeout)
             with sftp.open(path, "wb") as f:
@@ -144,11 +147,7 @@ class SSHRemote:
             sftp.close()
 
     def get(self, path: str, *, timeout: float = 60.0) -> bytes:
-        try:
-            sftp = self._get_client().open_sftp()
-        except (paramiko.SSHException, OSError) as e:
-            self._drop()
-            raise RemoteUnreachable(self.node.name, f"cannot open SFTP: {e}") from None
+        sftp = self._sftp()
         try:
             sftp.get_channel().settimeout(timeout)
             with sftp.open(path, "rb") as f:

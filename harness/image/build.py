@@ -110,7 +110,8 @@ def host_mirror() -> str:
     raise ProvisionError("cannot find a Debian mirror in /etc/apt/sources.list*; the node image needs one")
 
 
-def _client() -> docker.DockerClient:
+def docker_client() -> docker.DockerClient:
+    """A connected Docker client, or a ProvisionError that says the engine is not reachable."""
     try:
         c = docker.from_env(timeout=600)
         c.ping()
@@ -241,4 +242,4 @@ def build_node(client: docker.DockerClient, *, force: bool = False) -> BuiltImag
 
 def ensure_node_image(*, force: bool = False) -> BuiltImage:
     """The node image for the current sources, building whatever layer is missing or stale."""
-    return build_node(_client(), force=force)
+    return build_node(docker_client(), force=force)

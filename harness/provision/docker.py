@@ -23,20 +23,12 @@ import docker.types
 
 from harness.errors import ProvisionError, UsageError
 from harness.image.build import NODE_TAG_LATEST, ensure_node_image
+from harness.image.build import docker_client as _client
 from harness.node import Node, node_names
 from harness.provision.state import ClusterState
 
 LABEL = "chaos.cluster"
 MAX_NODES = 50
-
-
-def _client() -> docker.DockerClient:
-    try:
-        c = docker.from_env(timeout=120)
-        c.ping()
-        return c
-    except docker.errors.DockerException as e:
-        raise ProvisionError(f"cannot talk to the Docker Engine: {e}") from None
 
 
 def _used_subnets(client: docker.DockerClient) -> list[ipaddress.IPv4Network]:
