@@ -69,6 +69,11 @@ class DockerProvisioner:
 
     # --- up ------------------------------------------------------------------------------------
     def up(self, n: int, *, ssh_timeout: float = 60.0) -> list[Node]:
+        """Make n containers; on any failure or Ctrl-C, remove everything this cluster has.
+
+        A Ctrl-C can land while the engine is still creating a container we asked for (our HTTP call
+        is abandoned, the engine's work is not), so the cleanup keeps sweeping until it sees nothing
+        labelled for a short while (`_remove(..., settle_s=...)`)."""
         if not 1 <= n <= MAX_NODES:
             raise UsageError(f"--nodes must be between 1 and {MAX_NODES}, not {n}")
         client = _client()
@@ -81,7 +86,8 @@ class DockerProvisioner:
             return self._up(client, n, image, ssh_timeout)
         except BaseException:
             # Ctrl-C or any failure half-way: leave nothing behind.
-            self.down()
+            _remove(_client(), f"{LABEL}={self.cluster}", settle_s=3.0)
+            self.state.remove()
             raise
 
     def _up(self, client: docker.DockerClient, n: int, image: str, ssh_timeout: float) -> list[Node]:
@@ -178,21 +184,33 @@ class DockerProvisioner:
         return sorted(out, key=lambda d: (len(d["node"]), d["node"]))
 
 
-def _remove(client: docker.DockerClient, label_filter: str) -> tuple[int, int]:
-    """Remove containers, then networks, matching `label_filter`; count what went."""
-    containers = client.containers.list(all=True, filters={"label": label_filter})
-    for c in containers:
-        try:
-            c.remove(force=True, v=True)
-        except docker.errors.NotFound:
-            pass
-    networks = client.networks.list(filters={"label": label_filter})
-    for net in networks:
-        try:
-            net.remove()
-        except docker.errors.NotFound:
-            pass
-    return len(containers), len(networks)
+def _remove(client: docker.DockerClient, label_filter: str, settle_s: float = 0.0) -> tuple[int, int]:
+    """Remove containers, then networks, matching `label_filter`; count what went.
+
+    With `settle_s`, keep sweeping until nothing labelled has appeared for that long (an abandoned
+    create call may still produce a container after our first sweep)."""
+    removed_c = removed_n = 0
+    quiet_since = time.monotonic()
+    while True:
+        containers = client.containers.list(all=True, filters={"label": label_filter})
+        for c in containers:
+            try:
+                c.remove(force=True, v=True)
+            except docker.errors.NotFound:
+                pass
+        networks = client.networks.list(filters={"label": label_filter})
+        for net in networks:
+            try:
+                net.remove()
+            except (docker.errors.NotFound, docker.errors.APIError):
+                pass  # an endpoint still attached: the next sweep gets it
+        removed_c += len(containers)
+        removed_n += len(networks)
+        if containers or networks:
+            quiet_since = time.monotonic()
+        if time.monotonic() - quiet_since >= settle_s:
+            return removed_c, removed_n
+        time.sleep(0.25)
 
 
 def down_all() -> tuple[int, int]:
