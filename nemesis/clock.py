@@ -1,7 +1,8 @@
 """Clock skew with libfaketime: the broker reads the node's offset file on every clock call.
 
 `bump` steps the wall clock of some nodes by ± seconds (Jepsen uses ~10 ms to ~5 min), as an NTP
-step would; `strobe` flips it back and forth while the fault lasts; stopping resets to +0. The
+step would; `strobe` flips it back and forth while the fault lasts; `reset` puts every node back
+to +0 (as a scheduled event of its own, Jepsen's clock-reset); stopping any of them resets to +0. The
 monotonic clock is left alone (FAKETIME_DONT_FAKE_MONOTONIC), and the host's clock never moves.
 """
 
@@ -26,7 +27,7 @@ def set_offset(ctx: NemesisContext, node: str, seconds: float) -> None:
 
 class ClockFamily:
     name = "clock"
-    kinds = ("bump", "strobe")
+    kinds = ("bump", "strobe", "reset")
 
     def __init__(self) -> None:
         self._strobe_stop = threading.Event()
@@ -40,6 +41,9 @@ class ClockFamily:
                 "period_s": round(rng.uniform(0.05, 1.0), 3)}
 
     def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
+        if fault.kind == "reset":
+            self.heal(ctx)
+            return {"kind": "reset", "nodes": sorted(n.name for n in ctx.nodes), "seconds": 0.0}
         nodes, seconds = list(fault.params["nodes"]), float(fault.params["seconds"])
         for n in nodes:
             set_offset(ctx, n, seconds)
