@@ -9,7 +9,6 @@ timeout, and every error names the node.
 from __future__ import annotations
 
 import posixpath
-import socket
 import threading
 import time
 
@@ -141,7 +140,7 @@ class SSHRemote:
             with sftp.open(path, "wb") as f:
                 f.write(data)
             sftp.chmod(path, mode)
-        except (OSError, socket.timeout) as e:
+        except (TimeoutError, OSError) as e:
             raise RemoteTimeout(self.node.name, f"writing {path} failed: {e}") from None
         finally:
             sftp.close()
@@ -154,7 +153,7 @@ class SSHRemote:
                 return bytes(f.read())
         except FileNotFoundError:
             raise RemoteCommandError(self.node.name, f"get {path}", 1, "", f"{path}: no such file") from None
-        except (OSError, socket.timeout) as e:
+        except (TimeoutError, OSError) as e:
             raise RemoteTimeout(self.node.name, f"reading {path} failed: {e}") from None
         finally:
             sftp.close()

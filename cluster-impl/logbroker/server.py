@@ -15,7 +15,14 @@ from typing import Any
 
 from logbroker.core.broker import BrokerCore, Reply
 from logbroker.protocol import internal
-from logbroker.protocol.apis import API_VERSIONS_KEY, APIS, api_versions_body, decode_request, encode_response, peek_head
+from logbroker.protocol.apis import (
+    API_VERSIONS_KEY,
+    APIS,
+    api_versions_body,
+    decode_request,
+    encode_response,
+    peek_head,
+)
 
 log = logging.getLogger(__name__)
 

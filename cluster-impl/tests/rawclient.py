@@ -8,7 +8,6 @@ from typing import Any
 
 from kafka.protocol.producer import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
-
 from logbroker.protocol.apis import make_message
 
 

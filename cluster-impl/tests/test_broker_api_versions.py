@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 from brokerlib import BrokerProc
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
-from rawclient import RawClient, batch
-
 from logbroker.protocol.apis import APIS, make_message
+from rawclient import RawClient, batch
 
 TOPIC = "versions"
 

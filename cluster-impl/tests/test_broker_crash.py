@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 from brokerlib import BrokerProc
-from test_broker_clients import _create, _read_confluent
-
 from logbroker.dump import dump_partition
+from test_broker_clients import _create, _read_confluent
 
 quiet = logging.getLogger("quiet-librdkafka-crash")
 quiet.addHandler(logging.NullHandler())

@@ -6,10 +6,9 @@ from brokerlib import BrokerProc
 from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 from kafka.protocol.producer import ProduceResponse
-from rawclient import RawClient, batch, produce_req
-
 from logbroker.protocol.apis import make_message
 from logbroker.protocol.errors import Err
+from rawclient import RawClient, batch, produce_req
 
 
 def _create(c: RawClient, topic: str, partitions: int = 1, rf: int = 1) -> int:

@@ -11,12 +11,11 @@ import threading
 import time
 
 from brokerlib import BrokerProc
+from kafka.protocol.producer import ProduceResponse
+from logbroker.protocol.errors import Err
 from rawclient import RawClient, batch, produce_req
 from tcpproxy import CuttableProxy
 from test_broker_clients import _create, _read_confluent
-
-from kafka.protocol.producer import ProduceResponse
-from logbroker.protocol.errors import Err
 
 quiet = logging.getLogger("quiet-librdkafka-idem")
 quiet.addHandler(logging.NullHandler())
@@ -66,7 +65,6 @@ def test_idempotent_confluent_producer_survives_dropped_connections(broker_facto
 
 def test_duplicate_batch_gets_original_offset_and_gap_is_out_of_order(broker: BrokerProc) -> None:
     from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
-
     from logbroker.protocol.apis import make_message
 
     _create(broker.bootstrap, "seq", 1)

@@ -6,10 +6,9 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rawclient import batch
-
 from logbroker.log.epoch_cache import LeaderEpochCache
 from logbroker.log.log import Log, LogConfig
+from rawclient import batch
 
 
 def _log(d: Path, **kw: int) -> Log:

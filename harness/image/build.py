@@ -13,12 +13,9 @@ wheelhouse of cluster-impl built on the host, installed into a venv with `pip --
 from __future__ import annotations
 
 import hashlib
-import io
-import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import time
 from dataclasses import dataclass
 from pathlib import Path

@@ -44,7 +44,7 @@ class PeerConnection:
                 await w.drain()
                 size = struct.unpack(">i", await asyncio.wait_for(r.readexactly(4), timeout))[0]
                 return await asyncio.wait_for(r.readexactly(size), timeout)
-            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as e:
+            except (TimeoutError, OSError, asyncio.IncompleteReadError) as e:
                 self.close()
                 raise ConnectionError(f"{self.host}:{self.port}: {e!r}") from None
 

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 from conftest import make_cluster
-from test_repl_failover import create, partition_meta, produce, wait_for
-
 from logbroker.protocol.errors import Err
 from logbroker.replication.rpc import PeerConnection
+from test_repl_failover import create, partition_meta
 
 pytestmark = pytest.mark.zookeeper
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from brokerlib import BrokerProc
 from kazoo.client import KazooClient
-
 from logbroker.dump import dump_partition
 
 pytestmark = pytest.mark.zookeeper

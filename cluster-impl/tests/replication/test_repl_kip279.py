@@ -11,10 +11,9 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from rawclient import batch
-
 from logbroker.log.log import Log, LogConfig
 from logbroker.replication.truncation import truncation_offset
+from rawclient import batch
 
 
 class Replica:
