@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+DRAIN_BATCH = 500
+
 
 def generate(path: Path, n_ops: int, seed: int = 1, keys: int = 16) -> int:
     rng = random.Random(seed)
@@ -31,7 +33,8 @@ def generate(path: Path, n_ops: int, seed: int = 1, keys: int = 16) -> int:
             f.write(json.dumps(d, separators=(",", ":")) + "\n")
             i += 1
 
-        while i < n_ops - 4:
+        drain_ops = 2 + 2 * sum(-(-len(log) // DRAIN_BATCH) for log in logs)  # grows as we go; re-checked below
+        while i < n_ops - drain_ops:
             if rng.random() < 0.7:
                 k, p = rng.randrange(keys), rng.randrange(8)
                 v += 1
@@ -45,9 +48,17 @@ def generate(path: Path, n_ops: int, seed: int = 1, keys: int = 16) -> int:
                 pos[k] += len(got)
                 w({"process": p, "type": "invoke", "f": "poll", "value": [["poll"]]})
                 w({"process": p, "type": "ok", "f": "poll", "value": [["poll", {str(k): got}]]})
-        w({"process": 999, "type": "invoke", "f": "poll", "value": [["poll"]], "final": True})
-        w({"process": 999, "type": "ok", "f": "poll", "final": True,
-           "value": [["poll", {str(k): [[o, x] for o, x in enumerate(log)] for k, log in enumerate(logs)}]]})
+            if i % 1000 < 2:
+                drain_ops = 2 + 2 * sum(-(-len(log) // DRAIN_BATCH) + 1 for log in logs)
+        # the final drain, as `chaos run` does it: assign every key, then batch-bounded polls
+        keys_all = list(range(keys))
+        w({"process": 999, "type": "invoke", "f": "assign", "value": keys_all, "final": True})
+        w({"process": 999, "type": "ok", "f": "assign", "value": keys_all, "final": True})
+        for k, log in enumerate(logs):
+            for start in range(0, len(log), DRAIN_BATCH):
+                batch = [[o, log[o]] for o in range(start, min(start + DRAIN_BATCH, len(log)))]
+                w({"process": 999, "type": "invoke", "f": "poll", "value": [["poll"]], "final": True})
+                w({"process": 999, "type": "ok", "f": "poll", "final": True, "value": [["poll", {str(k): batch}]]})
     return i
 
 
@@ -68,6 +79,18 @@ def jvm_peak_mb() -> float:
     return total
 
 
+def fit(rows: list[dict]) -> dict[str, float] | None:  # type: ignore[type-arg]
+    """Least squares check_s = fixed + per_op * ops: the fixed overhead per check (job scheduling,
+    the small Python passes) and the marginal cost of an op, reported separately."""
+    if len(rows) < 2:
+        return None
+    xs, ys = [r["ops"] for r in rows], [r["check_s"] for r in rows]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    return {"fixed_s": round(my - b * mx, 2), "per_op_us": round(b * 1e6, 3)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, default=Path("bench-results/check.json"))
@@ -80,7 +103,14 @@ def main() -> int:
     t0 = time.perf_counter()
     get_spark(args.master)
     startup = time.perf_counter() - t0
-    rows = []
+    # the first job in a fresh JVM pays class loading and JIT; measure it once on a tiny history
+    with tempfile.TemporaryDirectory() as d:
+        generate(Path(d) / "history.jsonl", 1000)
+        t = time.perf_counter()
+        check_run(Path(d), spark_master=args.master, perf=False)
+        warmup = time.perf_counter() - t
+    print(f"spark start-up {startup:.1f} s, first (warm-up) check of 10^3 ops {warmup:.1f} s", flush=True)
+    rows: list[dict] = []  # type: ignore[type-arg]
     for n in [int(x) for x in args.sizes.split(",")]:
         with tempfile.TemporaryDirectory() as d:
             run = Path(d)
@@ -97,9 +127,10 @@ def main() -> int:
             rows.append(row)
             print(json.dumps(row), flush=True)
             args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps({"spark_startup_s": round(startup, 2), "master": args.master,
-                                            "cores": os.cpu_count(), "runs": rows}, indent=2))
-    print(f"spark start-up {startup:.1f} s; written to {args.out}")
+            args.out.write_text(json.dumps({"spark_startup_s": round(startup, 2), "warmup_check_s": round(warmup, 2),
+                                            "master": args.master, "cores": os.cpu_count(), "runs": rows,
+                                            "fit": fit(rows)}, indent=2))
+    print(f"fit: {fit(rows)}; written to {args.out}")
     return 0
 
 

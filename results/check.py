@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ class CheckResult:
     elle: dict[str, Any] = field(default_factory=dict)
     perf: dict[str, Any] = field(default_factory=dict)
     run_dir: Path | None = None
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, for the benchmark
 
     @property
     def exit_code(self) -> int:
@@ -53,6 +55,7 @@ class CheckResult:
         out["elle"] = self.elle
         out["perf"] = self.perf
         out["warnings"] = self.warnings
+        out["timings_s"] = self.timings
         return out
 
 
@@ -156,14 +159,20 @@ def check_run(path: Path, *, spark_master: str | None = None, elle_cli: str | No
     from results.perf import perf_facts
     from results.spark import get_spark
 
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
     files = locate(path)
     val: Validation = validate_history(files.history)
+    timings["validate"] = time.perf_counter() - t0
     warnings = list(val.warnings)
     incomplete = val.incomplete
     if files.test_json is not None and files.test_json.get("complete") is False:
         warnings.append("test.json says the run did not complete")
         incomplete = True
+    t0 = time.perf_counter()
     spark = get_spark(spark_master)
+    timings["spark_session"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     fr = load_frames(spark, files.history, files.replicas)
     found, crashed = _run_checkers(fr, warnings)
     if "unseen" in found:
@@ -171,6 +180,8 @@ def check_run(path: Path, *, spark_master: str | None = None, elle_cli: str | No
         for r in anomalies.unseen(fr).groupBy("key").count().collect():
             per_key[str(r["key"])] = r["count"]
         found["unseen"]["per_key"] = per_key
+    timings["checkers"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     perf_summary: dict[str, Any] = {}
     if perf and write:
         try:
@@ -178,7 +189,10 @@ def check_run(path: Path, *, spark_master: str | None = None, elle_cli: str | No
         except Exception as e:
             warnings.append(f"performance facts failed: {type(e).__name__}: {e}")
     fr.unpersist()
+    timings["perf"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     elle = run_elle(files.history, files.root, elle_cli).to_json()
+    timings["elle"] = time.perf_counter() - t0
     bad = bad_types(files.test_json, drained=val.final_ops > 0 and not incomplete)
     if "unseen" in found and "unseen" not in bad:
         warnings.append("unseen values are not judged: the history has no complete final drain")
@@ -189,7 +203,8 @@ def check_run(path: Path, *, spark_master: str | None = None, elle_cli: str | No
         valid = "unknown"
     else:
         valid = True
-    result = CheckResult(valid, found, bad_found, warnings, elle, perf_summary, files.root)
+    timings = {k: round(v, 3) for k, v in timings.items()}
+    result = CheckResult(valid, found, bad_found, warnings, elle, perf_summary, files.root, timings)
     if write:
         (files.root / "results.json").write_text(json.dumps(result.to_json(), indent=2, default=str))
     return result

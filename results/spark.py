@@ -37,6 +37,8 @@ def get_spark(master: str | None = None) -> Any:
             .config("spark.sql.adaptive.enabled", "false" if want.startswith("local") else "true")
             .config("spark.driver.memory", os.environ.get("CHAOS_SPARK_DRIVER_MEMORY", "2g"))
             .config("spark.sql.ansi.enabled", "false")
+            # perf/latency.parquet is one row per op: move it to pandas as Arrow batches, not pickled rows
+            .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         )
         _session = builder.getOrCreate()
         _session.sparkContext.setLogLevel("ERROR")

@@ -9,6 +9,7 @@ unknown `f`, indices going backwards) is a `HistoryError`.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,23 +36,25 @@ class Validation:
         return self.truncated_tail or bool(self.pending)
 
 
+def _numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """Stream the file (a 10^7-op history is over a gigabyte); lines keep their newline, so a line
+    without one is the torn tail of a crashed run."""
+    with open(path, "rb") as f:
+        yield from enumerate(f, start=1)
+
+
 def validate_history(path: Path) -> Validation:
     if not path.is_file():
         raise HistoryError(f"no history at {path}")
     v = Validation(path)
     last_index = -1
-    lines = path.read_bytes().split(b"\n")
-    ends_with_newline = lines[-1] == b""
-    if ends_with_newline:
-        lines.pop()
-    for n, raw in enumerate(lines, start=1):
+    for n, raw in _numbered_lines(path):
         if not raw.strip():
             continue
-        is_last = n == len(lines)
         try:
             op = json.loads(raw)
         except ValueError as e:
-            if is_last and not ends_with_newline:
+            if not raw.endswith(b"\n"):  # only the file's last line can lack its newline
                 v.truncated_tail = True
                 v.warnings.append(f"line {n}: torn last line ignored (the run probably crashed): {e}")
                 break

@@ -78,12 +78,17 @@ CASES: dict[str, tuple[list[tuple[Any, ...]], list[str], dict[str, Any] | None]]
     "int-nonmonotonic-poll": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + assign(1, [0])
                               + poll(1, {0: [[1, 2], [0, 1]]}) + drain({0: [[0, 1], [1, 2]]}),
                               ["int-nonmonotonic-poll"], None),
+    "near-int-nonmonotonic-poll-two-keys": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + send(0, 1, 3, "ok", 0)
+                                            + assign(1, [0, 1]) + poll(1, {0: [[0, 1], [1, 2]], 1: [[0, 3]]})
+                                            + drain({0: [[0, 1], [1, 2]], 1: [[0, 3]]}), [], None),
     "nonmonotonic-send": (send(0, 0, 1, "ok", 1) + send(0, 0, 2, "ok", 0) + drain({0: [[0, 2], [1, 1]]}),
                           ["nonmonotonic-send"], None),
     "near-nonmonotonic-send-two-producers": (send(0, 0, 1, "ok", 1) + send(1, 0, 2, "ok", 0) + drain({0: [[0, 2], [1, 1]]}),
                                              [], None),
     "int-nonmonotonic-send": (sends_op(0, [(0, 1, 1), (0, 0, 2)]) + drain({0: [[0, 2], [1, 1]]}),
                               ["int-nonmonotonic-send"], None),
+    "near-int-nonmonotonic-send-two-keys": (send(1, 0, 5, "ok", 0) + sends_op(0, [(0, 1, 1), (1, 0, 2)])
+                                            + drain({0: [[0, 5], [1, 1]], 1: [[0, 2]]}), [], None),
     "int-send-skip": (sends_op(0, [(0, 0, 1), (0, 2, 2)]) + send(1, 0, 3, "ok", 1) + drain({0: [[0, 1], [1, 3], [2, 2]]}),
                       ["int-send-skip"], None),
     "near-int-send-skip": (sends_op(0, [(0, 0, 1), (0, 1, 2)]) + drain({0: [[0, 1], [1, 2]]}), [], None),
