@@ -27,23 +27,34 @@ def inconsistent_offsets(fr: Frames) -> DataFrame:
     src = (
         fr.sends.where(F.col("offset").isNotNull())
         .select("key", "offset", "value", F.concat(F.lit("send@"), F.col("index")).alias("seen_by"))
-        .unionByName(fr.polls.select("key", "offset", "value", F.concat(F.lit("poll@"), F.col("index")).alias("seen_by")))
+        .unionByName(
+            fr.polls.select("key", "offset", "value", F.concat(F.lit("poll@"), F.col("index")).alias("seen_by"))
+        )
     )
     if fr.replicas is not None:
-        src = src.unionByName(fr.replicas.select("key", "offset", "value", F.concat(F.lit("replica:"), "node").alias("seen_by")))
+        src = src.unionByName(
+            fr.replicas.select("key", "offset", "value", F.concat(F.lit("replica:"), "node").alias("seen_by"))
+        )
     return (
         src.groupBy("key", "offset")
-        .agg(F.array_sort(F.collect_set("value")).alias("values"), F.slice(F.array_sort(F.collect_set("seen_by")), 1, 6).alias("seen_by"))
+        .agg(
+            F.array_sort(F.collect_set("value")).alias("values"),
+            F.slice(F.array_sort(F.collect_set("seen_by")), 1, 6).alias("seen_by"),
+        )
         .where(F.size("values") > 1)
     )
 
 
 def duplicate(fr: Frames) -> DataFrame:
     """One value at more than one offset of a key (Jepsen: `:duplicate`), from sends and reads."""
-    src = fr.sends.where(F.col("offset").isNotNull()).select("key", "offset", "value").unionByName(
-        fr.polls.select("key", "offset", "value"))
+    src = (
+        fr.sends.where(F.col("offset").isNotNull())
+        .select("key", "offset", "value")
+        .unionByName(fr.polls.select("key", "offset", "value"))
+    )
     return (
-        src.groupBy("key", "value").agg(F.array_sort(F.collect_set("offset")).alias("offsets"))
+        src.groupBy("key", "value")
+        .agg(F.array_sort(F.collect_set("offset")).alias("offsets"))
         .where(F.size("offsets") > 1)
     )
 
@@ -77,7 +88,8 @@ def lost_write(fr: Frames) -> DataFrame:
     returned an index above i (Jepsen: `:lost-write`). A send that ended `info` has no known offset, so
     it can only enter the version order by being read — and then it is not lost."""
     return (
-        _never_polled(fr, _acked(fr)).join(_max_read_idx(fr), "key")
+        _never_polled(fr, _acked(fr))
+        .join(_max_read_idx(fr), "key")
         .where(F.col("idx") < F.col("max_read_idx"))
         .select("key", "offset", "value", "process", "index", "idx", "max_read_idx")
     )
@@ -87,7 +99,8 @@ def unseen(fr: Frames) -> DataFrame:
     """Acknowledged but never polled by anyone, not even the final drain, and above every read index of
     its key (so not already a lost write); Jepsen's `:unseen`, listed per key."""
     return (
-        _never_polled(fr, _acked(fr)).join(_max_read_idx(fr), "key", "left")
+        _never_polled(fr, _acked(fr))
+        .join(_max_read_idx(fr), "key", "left")
         .where(F.col("max_read_idx").isNull() | (F.col("idx") >= F.col("max_read_idx")))
         .select("key", "offset", "value", "process", "index")
     )
@@ -98,23 +111,39 @@ def _poll_spans(fr: Frames) -> DataFrame:
     p = _with_idx(fr.polls, fr.version_order)
     w = Window.partitionBy("process", "index", "key").orderBy("pos")
     spans = (
-        p.select("*", F.row_number().over(w).alias("rn"), F.count("*").over(Window.partitionBy("process", "index", "key")).alias("n"))
+        p.select(
+            "*",
+            F.row_number().over(w).alias("rn"),
+            F.count("*").over(Window.partitionBy("process", "index", "key")).alias("n"),
+        )
         .groupBy("process", "index", "key")
-        .agg(F.min(F.when(F.col("rn") == 1, F.col("idx"))).alias("first_idx"),
-             F.min(F.when(F.col("rn") == F.col("n"), F.col("idx"))).alias("last_idx"),
-             F.min(F.when(F.col("rn") == 1, F.col("offset"))).alias("first_offset"),
-             F.min(F.when(F.col("rn") == F.col("n"), F.col("offset"))).alias("last_offset"))
+        .agg(
+            F.min(F.when(F.col("rn") == 1, F.col("idx"))).alias("first_idx"),
+            F.min(F.when(F.col("rn") == F.col("n"), F.col("idx"))).alias("last_idx"),
+            F.min(F.when(F.col("rn") == 1, F.col("offset"))).alias("first_offset"),
+            F.min(F.when(F.col("rn") == F.col("n"), F.col("offset"))).alias("last_offset"),
+        )
     )
     # an assign resets a consumer's position: number the assigns of each process and tag each poll
-    events = spans.select("process", "index", F.lit(0).alias("is_assign")).distinct().unionByName(
-        fr.assigns.select("process", "index", F.lit(1).alias("is_assign")))
-    epoch = events.select("process", "index", "is_assign",
-                          F.sum("is_assign").over(Window.partitionBy("process").orderBy("index")).alias("epoch"))
+    events = (
+        spans.select("process", "index", F.lit(0).alias("is_assign"))
+        .distinct()
+        .unionByName(fr.assigns.select("process", "index", F.lit(1).alias("is_assign")))
+    )
+    epoch = events.select(
+        "process",
+        "index",
+        "is_assign",
+        F.sum("is_assign").over(Window.partitionBy("process").orderBy("index")).alias("epoch"),
+    )
     spans = spans.join(epoch.where(F.col("is_assign") == 0).select("process", "index", "epoch"), ["process", "index"])
     wk = Window.partitionBy("process", "key", "epoch").orderBy("index")
-    return spans.select("*", F.lag("last_idx").over(wk).alias("prev_last_idx"),
-                        F.lag("last_offset").over(wk).alias("prev_last_offset"),
-                        F.lag("index").over(wk).alias("prev_index"))
+    return spans.select(
+        "*",
+        F.lag("last_idx").over(wk).alias("prev_last_idx"),
+        F.lag("last_offset").over(wk).alias("prev_last_offset"),
+        F.lag("index").over(wk).alias("prev_index"),
+    )
 
 
 def poll_skip(fr: Frames) -> DataFrame:
@@ -122,7 +151,14 @@ def poll_skip(fr: Frames) -> DataFrame:
     skipping records it knows exist; reset by assign (Jepsen: `:poll-skip`)."""
     s = _poll_spans(fr)
     return s.where(F.col("first_idx") > F.col("prev_last_idx") + 1).select(
-        "process", "key", "prev_index", "index", "prev_last_offset", "first_offset", (F.col("first_idx") - F.col("prev_last_idx") - 1).alias("skipped"))
+        "process",
+        "key",
+        "prev_index",
+        "index",
+        "prev_last_offset",
+        "first_offset",
+        (F.col("first_idx") - F.col("prev_last_idx") - 1).alias("skipped"),
+    )
 
 
 def nonmonotonic_poll(fr: Frames) -> DataFrame:
@@ -130,7 +166,8 @@ def nonmonotonic_poll(fr: Frames) -> DataFrame:
     assign in between (Jepsen: `:nonmonotonic-poll`)."""
     s = _poll_spans(fr)
     return s.where(F.col("first_idx") <= F.col("prev_last_idx")).select(
-        "process", "key", "prev_index", "index", "prev_last_offset", "first_offset")
+        "process", "key", "prev_index", "index", "prev_last_offset", "first_offset"
+    )
 
 
 def _internal(df: DataFrame, part: list[str]) -> DataFrame:
@@ -154,14 +191,26 @@ def nonmonotonic_send(fr: Frames) -> DataFrame:
     """One producer's successive acknowledged send ops to a key get offsets that do not increase: the
     next op's first index is at or below the previous op's last (Jepsen: `:nonmonotonic-send`; within
     one op it is `int-nonmonotonic-send`)."""
-    spans = _acked(fr).groupBy("process", "key", "index").agg(
-        F.min_by("idx", "pos").alias("first_idx"), F.max_by("idx", "pos").alias("last_idx"),
-        F.min_by("offset", "pos").alias("offset"), F.max_by("offset", "pos").alias("last_offset"))
+    spans = (
+        _acked(fr)
+        .groupBy("process", "key", "index")
+        .agg(
+            F.min_by("idx", "pos").alias("first_idx"),
+            F.max_by("idx", "pos").alias("last_idx"),
+            F.min_by("offset", "pos").alias("offset"),
+            F.max_by("offset", "pos").alias("last_offset"),
+        )
+    )
     w = Window.partitionBy("process", "key").orderBy("index")
-    d = spans.select("*", F.lag("last_idx").over(w).alias("prev_idx"), F.lag("last_offset").over(w).alias("prev_offset"),
-                     F.lag("index").over(w).alias("prev_index"))
-    return d.where(F.col("first_idx") <= F.col("prev_idx")).select("process", "key", "prev_index", "index",
-                                                                   "prev_offset", "offset")
+    d = spans.select(
+        "*",
+        F.lag("last_idx").over(w).alias("prev_idx"),
+        F.lag("last_offset").over(w).alias("prev_offset"),
+        F.lag("index").over(w).alias("prev_index"),
+    )
+    return d.where(F.col("first_idx") <= F.col("prev_idx")).select(
+        "process", "key", "prev_index", "index", "prev_offset", "offset"
+    )
 
 
 def int_nonmonotonic_send(fr: Frames) -> DataFrame:
@@ -185,8 +234,10 @@ def divergent_replicas(fr: Frames) -> DataFrame | None:
     r = fr.replicas
     return (
         r.groupBy("key", "offset")
-        .agg(F.array_sort(F.collect_set(F.struct("node", "value", "epoch"))).alias("replicas"),
-             F.countDistinct("value").alias("distinct_values"))
+        .agg(
+            F.array_sort(F.collect_set(F.struct("node", "value", "epoch"))).alias("replicas"),
+            F.countDistinct("value").alias("distinct_values"),
+        )
         .where(F.col("distinct_values") > 1)
         .select("key", "offset", "replicas")
     )

@@ -27,6 +27,7 @@ def generate(path: Path, n_ops: int, seed: int = 1, keys: int = 16) -> int:
     i = 0
     v = 0
     with open(path, "w") as f:
+
         def w(d: dict) -> None:  # type: ignore[type-arg]
             nonlocal i
             d["index"], d["time"] = i, i * 1000
@@ -120,16 +121,32 @@ def main() -> int:
             t = time.perf_counter()
             r = check_run(run, spark_master=args.master, perf=False)
             dt = time.perf_counter() - t
-            row = {"ops": ops, "bytes": (run / "history.jsonl").stat().st_size, "generate_s": round(gen_s, 2),
-                   "check_s": round(dt, 2), "us_per_op": round(dt / ops * 1e6, 2), "valid": r.valid,
-                   "jvm_peak_mb": round(jvm_peak_mb(), 1),
-                   "python_peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+            row = {
+                "ops": ops,
+                "bytes": (run / "history.jsonl").stat().st_size,
+                "generate_s": round(gen_s, 2),
+                "check_s": round(dt, 2),
+                "us_per_op": round(dt / ops * 1e6, 2),
+                "valid": r.valid,
+                "jvm_peak_mb": round(jvm_peak_mb(), 1),
+                "python_peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            }
             rows.append(row)
             print(json.dumps(row), flush=True)
             args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps({"spark_startup_s": round(startup, 2), "warmup_check_s": round(warmup, 2),
-                                            "master": args.master, "cores": os.cpu_count(), "runs": rows,
-                                            "fit": fit(rows)}, indent=2))
+            args.out.write_text(
+                json.dumps(
+                    {
+                        "spark_startup_s": round(startup, 2),
+                        "warmup_check_s": round(warmup, 2),
+                        "master": args.master,
+                        "cores": os.cpu_count(),
+                        "runs": rows,
+                        "fit": fit(rows),
+                    },
+                    indent=2,
+                )
+            )
     print(f"fit: {fit(rows)}; written to {args.out}")
     return 0
 

@@ -21,9 +21,21 @@ from results.validate import Validation, validate_history
 
 log = logging.getLogger(__name__)
 EXAMPLES = 8
-ALWAYS_BAD = ["lost-write", "unseen", "inconsistent-offsets", "divergent-replicas", "duplicate", "unexpected",
-              "G1a", "poll-skip", "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll",
-              "nonmonotonic-send", "int-nonmonotonic-send"]
+ALWAYS_BAD = [
+    "lost-write",
+    "unseen",
+    "inconsistent-offsets",
+    "divergent-replicas",
+    "duplicate",
+    "unexpected",
+    "G1a",
+    "poll-skip",
+    "nonmonotonic-poll",
+    "int-poll-skip",
+    "int-nonmonotonic-poll",
+    "nonmonotonic-send",
+    "int-nonmonotonic-send",
+]
 
 
 @dataclass(frozen=True)
@@ -116,7 +128,11 @@ def _collect(parts: list[Any]) -> dict[str, dict[str, Any]]:
     if not parts:
         return {}
     union = reduce(lambda a, b: a.unionByName(b), parts)
-    rows = union.groupBy("type").agg(F.count("*").alias("n"), F.slice(F.collect_list("ex"), 1, EXAMPLES).alias("ex")).collect()
+    rows = (
+        union.groupBy("type")
+        .agg(F.count("*").alias("n"), F.slice(F.collect_list("ex"), 1, EXAMPLES).alias("ex"))
+        .collect()
+    )
     return {r["type"]: {"count": int(r["n"]), "examples": [json.loads(x) for x in r["ex"]]} for r in rows}
 
 
@@ -151,8 +167,9 @@ def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[str, dict[str, Any
     return {k: found[k] for k in sorted(found, key=order.index)}, crashed
 
 
-def check_run(path: Path, *, spark_master: str | None = None, elle_cli: str | None = None,
-              write: bool = True, perf: bool = True) -> CheckResult:
+def check_run(
+    path: Path, *, spark_master: str | None = None, elle_cli: str | None = None, write: bool = True, perf: bool = True
+) -> CheckResult:
     from results import anomalies
     from results.elle import run_elle
     from results.frames import load_frames
@@ -226,4 +243,6 @@ def print_verdict(result: CheckResult) -> None:
     console.print(f"elle-cli: {result.elle.get('status')} ({result.elle.get('detail')})")
     colour = {True: "green", False: "red"}.get(result.valid, "yellow")  # type: ignore[call-overload]
     label = {True: "VALID", False: "INVALID"}.get(result.valid, "UNKNOWN")  # type: ignore[call-overload]
-    console.print(f"[bold {colour}]{label}[/]" + (f" — results in {result.run_dir / 'results.json'}" if result.run_dir else ""))
+    console.print(
+        f"[bold {colour}]{label}[/]" + (f" — results in {result.run_dir / 'results.json'}" if result.run_dir else "")
+    )

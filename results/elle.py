@@ -78,13 +78,25 @@ def export_list_append(history: Path) -> list[dict[str, Any]]:
         if not done:
             continue
         invoked = [[m[0], m[1], None] if m[0] == "r" else m for m in done]
-        pairs.append((inv["index"], {"type": "invoke", "f": "txn", "process": op["process"], "value": invoked},
-                      op["index"], {"type": op["type"], "f": "txn", "process": op["process"], "value": done}))
+        pairs.append(
+            (
+                inv["index"],
+                {"type": "invoke", "f": "txn", "process": op["process"], "value": invoked},
+                op["index"],
+                {"type": op["type"], "f": "txn", "process": op["process"], "value": done},
+            )
+        )
     for inv in pending.values():  # never completed: an indeterminate (info) append
         appends = [m for m in _mops(inv) if m[0] == "append"]
         if appends:
-            pairs.append((inv["index"], {"type": "invoke", "f": "txn", "process": inv["process"], "value": appends},
-                          2**62, {"type": "info", "f": "txn", "process": inv["process"], "value": appends}))
+            pairs.append(
+                (
+                    inv["index"],
+                    {"type": "invoke", "f": "txn", "process": inv["process"], "value": appends},
+                    2**62,
+                    {"type": "info", "f": "txn", "process": inv["process"], "value": appends},
+                )
+            )
     events = sorted([(i, o) for i, o, _, _ in pairs] + [(j, c) for _, _, j, c in pairs], key=lambda e: e[0])
     return [{"index": n, **o} for n, (_, o) in enumerate(events)]
 

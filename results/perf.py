@@ -21,15 +21,19 @@ NS = 1_000_000_000
 
 def perf_facts(fr: Frames, out_dir: Path) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    comp = fr.comp.select((F.col("time") / NS).alias("time_s"), (F.col("latency") / 1e6).alias("latency_ms"),
-                          "f", "type", "process")
+    comp = fr.comp.select(
+        (F.col("time") / NS).alias("time_s"), (F.col("latency") / 1e6).alias("latency_ms"), "f", "type", "process"
+    )
     comp.toPandas().to_parquet(out_dir / "latency.parquet")
     sec = F.floor(F.col("time_s")).cast("long").alias("second")
     rates = comp.groupBy(sec, "f", "type").count().orderBy("second")
     rates.toPandas().to_parquet(out_dir / "rates.parquet")
-    avail = (comp.groupBy(sec).agg(F.sum(F.when(F.col("type") == "ok", 1).otherwise(0)).alias("ok"),
-                                   F.count("*").alias("total"))
-             .withColumn("availability", F.col("ok") / F.col("total")).orderBy("second"))
+    avail = (
+        comp.groupBy(sec)
+        .agg(F.sum(F.when(F.col("type") == "ok", 1).otherwise(0)).alias("ok"), F.count("*").alias("total"))
+        .withColumn("availability", F.col("ok") / F.col("total"))
+        .orderBy("second")
+    )
     avail_pd = avail.toPandas()
     avail_pd.to_parquet(out_dir / "availability.parquet")
     nem = fr.ops.where(F.col("process") == "nemesis").select("index", "time", "f", "value").orderBy("index").collect()
@@ -39,9 +43,13 @@ def perf_facts(fr: Frames, out_dir: Path) -> dict[str, Any]:
     for r in nem:
         kind = r["f"]
         if kind.startswith("start-"):
-            open_[kind[len("start-"):]] = {"kind": kind[len("start-"):], "start_s": r["time"] / NS, "value": r["value"]}
+            open_[kind[len("start-") :]] = {
+                "kind": kind[len("start-") :],
+                "start_s": r["time"] / NS,
+                "value": r["value"],
+            }
         elif kind.startswith("stop-") or kind == "heal":
-            keys = [kind[len("stop-"):]] if kind.startswith("stop-") else list(open_)
+            keys = [kind[len("stop-") :]] if kind.startswith("stop-") else list(open_)
             for k in keys:
                 w = open_.pop(k, None)
                 if w is None:
@@ -55,10 +63,15 @@ def perf_facts(fr: Frames, out_dir: Path) -> dict[str, Any]:
         w["recovery_s"] = None
         windows.append(w)
     (out_dir / "faults.json").write_text(json.dumps(windows, indent=1))
-    lat = comp.where(F.col("type") == "ok").agg(
-        F.expr("percentile_approx(latency_ms, 0.5)").alias("p50"),
-        F.expr("percentile_approx(latency_ms, 0.99)").alias("p99"),
-        F.max("latency_ms").alias("max")).first()
+    lat = (
+        comp.where(F.col("type") == "ok")
+        .agg(
+            F.expr("percentile_approx(latency_ms, 0.5)").alias("p50"),
+            F.expr("percentile_approx(latency_ms, 0.99)").alias("p99"),
+            F.max("latency_ms").alias("max"),
+        )
+        .first()
+    )
     total_s = float(avail_pd["second"].max() + 1) if len(avail_pd) else 0.0
     n_ok = int(avail_pd["ok"].sum()) if len(avail_pd) else 0
     return {

@@ -33,7 +33,10 @@ def get_spark(master: str | None = None) -> Any:
             .master(want)
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", os.environ.get("CHAOS_SPARK_PARTITIONS", "2" if want.startswith("local") else "64"))
+            .config(
+                "spark.sql.shuffle.partitions",
+                os.environ.get("CHAOS_SPARK_PARTITIONS", "2" if want.startswith("local") else "64"),
+            )
             .config("spark.sql.adaptive.enabled", "false" if want.startswith("local") else "true")
             .config("spark.driver.memory", os.environ.get("CHAOS_SPARK_DRIVER_MEMORY", "2g"))
             .config("spark.sql.ansi.enabled", "false")

@@ -74,8 +74,10 @@ def validate_history(path: Path) -> Validation:
         if proc == NEMESIS:
             continue
         if op["f"] not in CLIENT_FS:
-            raise HistoryError(f"{path}, line {n}: unknown f {op['f']!r} for a client op (expected one of "
-                               f"{', '.join(sorted(CLIENT_FS))})")
+            raise HistoryError(
+                f"{path}, line {n}: unknown f {op['f']!r} for a client op (expected one of "
+                f"{', '.join(sorted(CLIENT_FS))})"
+            )
         if op["f"] != "assign" and not isinstance(op.get("value"), list):
             raise HistoryError(f"{path}, line {n}: value of a {op['f']} op must be a list of micro-ops")
         v.client_ops += 1
@@ -83,8 +85,10 @@ def validate_history(path: Path) -> Validation:
             v.final_ops += 1
         if op["type"] == "invoke":
             if proc in v.pending:
-                raise HistoryError(f"{path}, line {n}: process {proc} invokes again while its op from line "
-                                   f"{v.pending[proc]} has no completion")
+                raise HistoryError(
+                    f"{path}, line {n}: process {proc} invokes again while its op from line "
+                    f"{v.pending[proc]} has no completion"
+                )
             v.pending[proc] = n
         else:
             if proc not in v.pending:

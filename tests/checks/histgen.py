@@ -20,8 +20,17 @@ class HistoryBuilder:
 
     def op(self, process: int, type_: str, f: str, value: Any, **extra: Any) -> None:
         i = len(self.lines)
-        self.lines.append({"index": i, "time": (i + 1) * 1_000_000, "process": process, "type": type_, "f": f,
-                           "value": value, **extra})
+        self.lines.append(
+            {
+                "index": i,
+                "time": (i + 1) * 1_000_000,
+                "process": process,
+                "type": type_,
+                "f": f,
+                "value": value,
+                **extra,
+            }
+        )
 
     def write(self, path: Path) -> Path:
         path.write_text("".join(json.dumps(d, separators=(",", ":")) + "\n" for d in self.lines))
@@ -63,8 +72,13 @@ def correct_history(seed: int, *, keys: int = 3, steps: int = 60) -> HistoryBuil
     h.op(99, "invoke", "assign", list(range(keys)), final=True)
     h.op(99, "ok", "assign", list(range(keys)), final=True)
     h.op(99, "invoke", "poll", [["poll"]], final=True)
-    h.op(99, "ok", "poll", [["poll", {str(k): [[o, v] for o, v in enumerate(log)] for k, log in logs.items() if log}]],
-         final=True)
+    h.op(
+        99,
+        "ok",
+        "poll",
+        [["poll", {str(k): [[o, v] for o, v in enumerate(log)] for k, log in logs.items() if log}]],
+        final=True,
+    )
     return h
 
 

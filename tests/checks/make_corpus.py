@@ -42,70 +42,179 @@ def drain(reads: dict[int, list[list[int]]]) -> list[tuple[Any, ...]]:
 
 
 CASES: dict[str, tuple[list[tuple[Any, ...]], list[str], dict[str, Any] | None]] = {
-    "valid-basic": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + send(1, 1, 3, "ok", 0)
-                    + assign(2, [0, 1]) + poll(2, {0: [[0, 1], [1, 2]], 1: [[0, 3]]}) + drain({0: [[0, 1], [1, 2]], 1: [[0, 3]]}),
-                    [], None),
+    "valid-basic": (
+        send(0, 0, 1, "ok", 0)
+        + send(0, 0, 2, "ok", 1)
+        + send(1, 1, 3, "ok", 0)
+        + assign(2, [0, 1])
+        + poll(2, {0: [[0, 1], [1, 2]], 1: [[0, 3]]})
+        + drain({0: [[0, 1], [1, 2]], 1: [[0, 3]]}),
+        [],
+        None,
+    ),
     "lost-write": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + drain({0: [[1, 2]]}), ["lost-write"], None),
     "near-lost-write-info-send": (send(0, 0, 1, "info") + send(0, 0, 2, "ok", 1) + drain({0: [[1, 2]]}), [], None),
     "unseen": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + drain({0: [[0, 1]]}), ["unseen"], None),
     "near-unseen-drained": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + drain({0: [[0, 1], [1, 2]]}), [], None),
-    "inconsistent-offsets": (send(0, 0, 1, "ok", 0) + send(1, 0, 9, "info") + drain({0: [[0, 9]]}),
-                             ["inconsistent-offsets", "unseen"], None),
-    "near-inconsistent-offsets": (send(0, 0, 1, "ok", 0) + send(1, 0, 9, "info") + drain({0: [[0, 1], [1, 9]]}), [], None),
+    "inconsistent-offsets": (
+        send(0, 0, 1, "ok", 0) + send(1, 0, 9, "info") + drain({0: [[0, 9]]}),
+        ["inconsistent-offsets", "unseen"],
+        None,
+    ),
+    "near-inconsistent-offsets": (
+        send(0, 0, 1, "ok", 0) + send(1, 0, 9, "info") + drain({0: [[0, 1], [1, 9]]}),
+        [],
+        None,
+    ),
     "duplicate": (send(0, 0, 1, "ok", 0) + drain({0: [[0, 1], [1, 1]]}), ["duplicate"], None),
-    "near-duplicate-not-idempotent": (send(0, 0, 1, "ok", 0) + drain({0: [[0, 1], [1, 1]]}), ["duplicate"],
-                                      {"seed": 1, "config": {"idempotence": False}, "complete": True}),
+    "near-duplicate-not-idempotent": (
+        send(0, 0, 1, "ok", 0) + drain({0: [[0, 1], [1, 1]]}),
+        ["duplicate"],
+        {"seed": 1, "config": {"idempotence": False}, "complete": True},
+    ),
     "unexpected": (send(0, 0, 1, "ok", 0) + drain({0: [[0, 1], [1, 42]]}), ["unexpected"], None),
     "near-unexpected": (send(0, 0, 1, "ok", 0) + send(1, 0, 42, "info") + drain({0: [[0, 1], [1, 42]]}), [], None),
     "G1a": (send(0, 0, 1, "ok", 0) + send(1, 0, 5, "fail") + drain({0: [[0, 1], [1, 5]]}), ["G1a"], None),
     "near-G1a-info": (send(0, 0, 1, "ok", 0) + send(1, 0, 5, "info") + drain({0: [[0, 1], [1, 5]]}), [], None),
-    "poll-skip": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + send(0, 0, 3, "ok", 2) + assign(1, [0])
-                  + poll(1, {0: [[0, 1]]}) + poll(1, {0: [[2, 3]]}) + drain({0: [[0, 1], [1, 2], [2, 3]]}),
-                  ["poll-skip"], None),
-    "near-poll-skip-across-assign": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + send(0, 0, 3, "ok", 2)
-                                     + assign(1, [0]) + poll(1, {0: [[0, 1]]}) + assign(1, [0]) + poll(1, {0: [[2, 3]]})
-                                     + drain({0: [[0, 1], [1, 2], [2, 3]]}), [], None),
-    "nonmonotonic-poll": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + assign(1, [0])
-                          + poll(1, {0: [[0, 1], [1, 2]]}) + poll(1, {0: [[1, 2]]}) + drain({0: [[0, 1], [1, 2]]}),
-                          ["nonmonotonic-poll"], None),
-    "near-nonmonotonic-poll-reassigned": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + assign(1, [0])
-                                          + poll(1, {0: [[0, 1], [1, 2]]}) + assign(1, [0]) + poll(1, {0: [[0, 1]]})
-                                          + drain({0: [[0, 1], [1, 2]]}), [], None),
-    "int-poll-skip": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + send(0, 0, 3, "ok", 2) + assign(1, [0])
-                      + poll(1, {0: [[0, 1], [2, 3]]}) + drain({0: [[0, 1], [1, 2], [2, 3]]}), ["int-poll-skip"], None),
-    "near-int-poll-skip": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + send(0, 0, 3, "ok", 2) + assign(1, [0])
-                           + poll(1, {0: [[0, 1], [1, 2], [2, 3]]}) + drain({0: [[0, 1], [1, 2], [2, 3]]}), [], None),
-    "int-nonmonotonic-poll": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + assign(1, [0])
-                              + poll(1, {0: [[1, 2], [0, 1]]}) + drain({0: [[0, 1], [1, 2]]}),
-                              ["int-nonmonotonic-poll"], None),
-    "near-int-nonmonotonic-poll-two-keys": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + send(0, 1, 3, "ok", 0)
-                                            + assign(1, [0, 1]) + poll(1, {0: [[0, 1], [1, 2]], 1: [[0, 3]]})
-                                            + drain({0: [[0, 1], [1, 2]], 1: [[0, 3]]}), [], None),
-    "nonmonotonic-send": (send(0, 0, 1, "ok", 1) + send(0, 0, 2, "ok", 0) + drain({0: [[0, 2], [1, 1]]}),
-                          ["nonmonotonic-send"], None),
-    "near-nonmonotonic-send-two-producers": (send(0, 0, 1, "ok", 1) + send(1, 0, 2, "ok", 0) + drain({0: [[0, 2], [1, 1]]}),
-                                             [], None),
-    "int-nonmonotonic-send": (sends_op(0, [(0, 1, 1), (0, 0, 2)]) + drain({0: [[0, 2], [1, 1]]}),
-                              ["int-nonmonotonic-send"], None),
-    "near-int-nonmonotonic-send-two-keys": (send(1, 0, 5, "ok", 0) + sends_op(0, [(0, 1, 1), (1, 0, 2)])
-                                            + drain({0: [[0, 5], [1, 1]], 1: [[0, 2]]}), [], None),
-    "int-send-skip": (sends_op(0, [(0, 0, 1), (0, 2, 2)]) + send(1, 0, 3, "ok", 1) + drain({0: [[0, 1], [1, 3], [2, 2]]}),
-                      ["int-send-skip"], None),
+    "poll-skip": (
+        send(0, 0, 1, "ok", 0)
+        + send(0, 0, 2, "ok", 1)
+        + send(0, 0, 3, "ok", 2)
+        + assign(1, [0])
+        + poll(1, {0: [[0, 1]]})
+        + poll(1, {0: [[2, 3]]})
+        + drain({0: [[0, 1], [1, 2], [2, 3]]}),
+        ["poll-skip"],
+        None,
+    ),
+    "near-poll-skip-across-assign": (
+        send(0, 0, 1, "ok", 0)
+        + send(0, 0, 2, "ok", 1)
+        + send(0, 0, 3, "ok", 2)
+        + assign(1, [0])
+        + poll(1, {0: [[0, 1]]})
+        + assign(1, [0])
+        + poll(1, {0: [[2, 3]]})
+        + drain({0: [[0, 1], [1, 2], [2, 3]]}),
+        [],
+        None,
+    ),
+    "nonmonotonic-poll": (
+        send(0, 0, 1, "ok", 0)
+        + send(0, 0, 2, "ok", 1)
+        + assign(1, [0])
+        + poll(1, {0: [[0, 1], [1, 2]]})
+        + poll(1, {0: [[1, 2]]})
+        + drain({0: [[0, 1], [1, 2]]}),
+        ["nonmonotonic-poll"],
+        None,
+    ),
+    "near-nonmonotonic-poll-reassigned": (
+        send(0, 0, 1, "ok", 0)
+        + send(0, 0, 2, "ok", 1)
+        + assign(1, [0])
+        + poll(1, {0: [[0, 1], [1, 2]]})
+        + assign(1, [0])
+        + poll(1, {0: [[0, 1]]})
+        + drain({0: [[0, 1], [1, 2]]}),
+        [],
+        None,
+    ),
+    "int-poll-skip": (
+        send(0, 0, 1, "ok", 0)
+        + send(0, 0, 2, "ok", 1)
+        + send(0, 0, 3, "ok", 2)
+        + assign(1, [0])
+        + poll(1, {0: [[0, 1], [2, 3]]})
+        + drain({0: [[0, 1], [1, 2], [2, 3]]}),
+        ["int-poll-skip"],
+        None,
+    ),
+    "near-int-poll-skip": (
+        send(0, 0, 1, "ok", 0)
+        + send(0, 0, 2, "ok", 1)
+        + send(0, 0, 3, "ok", 2)
+        + assign(1, [0])
+        + poll(1, {0: [[0, 1], [1, 2], [2, 3]]})
+        + drain({0: [[0, 1], [1, 2], [2, 3]]}),
+        [],
+        None,
+    ),
+    "int-nonmonotonic-poll": (
+        send(0, 0, 1, "ok", 0)
+        + send(0, 0, 2, "ok", 1)
+        + assign(1, [0])
+        + poll(1, {0: [[1, 2], [0, 1]]})
+        + drain({0: [[0, 1], [1, 2]]}),
+        ["int-nonmonotonic-poll"],
+        None,
+    ),
+    "near-int-nonmonotonic-poll-two-keys": (
+        send(0, 0, 1, "ok", 0)
+        + send(0, 0, 2, "ok", 1)
+        + send(0, 1, 3, "ok", 0)
+        + assign(1, [0, 1])
+        + poll(1, {0: [[0, 1], [1, 2]], 1: [[0, 3]]})
+        + drain({0: [[0, 1], [1, 2]], 1: [[0, 3]]}),
+        [],
+        None,
+    ),
+    "nonmonotonic-send": (
+        send(0, 0, 1, "ok", 1) + send(0, 0, 2, "ok", 0) + drain({0: [[0, 2], [1, 1]]}),
+        ["nonmonotonic-send"],
+        None,
+    ),
+    "near-nonmonotonic-send-two-producers": (
+        send(0, 0, 1, "ok", 1) + send(1, 0, 2, "ok", 0) + drain({0: [[0, 2], [1, 1]]}),
+        [],
+        None,
+    ),
+    "int-nonmonotonic-send": (
+        sends_op(0, [(0, 1, 1), (0, 0, 2)]) + drain({0: [[0, 2], [1, 1]]}),
+        ["int-nonmonotonic-send"],
+        None,
+    ),
+    "near-int-nonmonotonic-send-two-keys": (
+        send(1, 0, 5, "ok", 0) + sends_op(0, [(0, 1, 1), (1, 0, 2)]) + drain({0: [[0, 5], [1, 1]], 1: [[0, 2]]}),
+        [],
+        None,
+    ),
+    "int-send-skip": (
+        sends_op(0, [(0, 0, 1), (0, 2, 2)]) + send(1, 0, 3, "ok", 1) + drain({0: [[0, 1], [1, 3], [2, 2]]}),
+        ["int-send-skip"],
+        None,
+    ),
     "near-int-send-skip": (sends_op(0, [(0, 0, 1), (0, 1, 2)]) + drain({0: [[0, 1], [1, 2]]}), [], None),
-    "divergent-replicas": (send(0, 0, 1, "ok", 0) + drain({0: [[0, 1]]}), ["divergent-replicas", "inconsistent-offsets"], None),
+    "divergent-replicas": (
+        send(0, 0, 1, "ok", 0) + drain({0: [[0, 1]]}),
+        ["divergent-replicas", "inconsistent-offsets"],
+        None,
+    ),
     "near-divergent-replicas-uncommitted-tail": (send(0, 0, 1, "ok", 0) + drain({0: [[0, 1]]}), [], None),
 }
 
 REPLICAS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "divergent-replicas": {
-        "n1": [{"topic": "chaos", "partition": 0, "hw": 1, "leo": 1}, {"offset": 0, "epoch": 0, "value": "1", "crc": 1}],
-        "n2": [{"topic": "chaos", "partition": 0, "hw": 1, "leo": 1}, {"offset": 0, "epoch": 1, "value": "7", "crc": 2}],
+        "n1": [
+            {"topic": "chaos", "partition": 0, "hw": 1, "leo": 1},
+            {"offset": 0, "epoch": 0, "value": "1", "crc": 1},
+        ],
+        "n2": [
+            {"topic": "chaos", "partition": 0, "hw": 1, "leo": 1},
+            {"offset": 0, "epoch": 1, "value": "7", "crc": 2},
+        ],
     },
     "near-divergent-replicas-uncommitted-tail": {
-        "n1": [{"topic": "chaos", "partition": 0, "hw": 1, "leo": 2}, {"offset": 0, "epoch": 0, "value": "1", "crc": 1},
-               {"offset": 1, "epoch": 0, "value": "8", "crc": 3}],
-        "n2": [{"topic": "chaos", "partition": 0, "hw": 1, "leo": 2}, {"offset": 0, "epoch": 0, "value": "1", "crc": 1},
-               {"offset": 1, "epoch": 1, "value": "9", "crc": 4}],
+        "n1": [
+            {"topic": "chaos", "partition": 0, "hw": 1, "leo": 2},
+            {"offset": 0, "epoch": 0, "value": "1", "crc": 1},
+            {"offset": 1, "epoch": 0, "value": "8", "crc": 3},
+        ],
+        "n2": [
+            {"topic": "chaos", "partition": 0, "hw": 1, "leo": 2},
+            {"offset": 0, "epoch": 0, "value": "1", "crc": 1},
+            {"offset": 1, "epoch": 1, "value": "9", "crc": 4},
+        ],
     },
 }
 
@@ -113,8 +222,14 @@ REPLICAS: dict[str, dict[str, list[dict[str, Any]]]] = {
 def render(ops: list[tuple[Any, ...]]) -> str:
     lines = []
     for i, op in enumerate(ops):
-        d: dict[str, Any] = {"index": i, "time": 1_000_000 * (i + 1), "process": op[0], "type": op[1], "f": op[2],
-                             "value": op[3]}
+        d: dict[str, Any] = {
+            "index": i,
+            "time": 1_000_000 * (i + 1),
+            "process": op[0],
+            "type": op[1],
+            "f": op[2],
+            "value": op[3],
+        }
         if len(op) > 4 and op[4]:
             d["final"] = True
         lines.append(json.dumps(d, separators=(",", ":")))

@@ -32,14 +32,20 @@ def test_truncated_last_line_is_a_warning_and_makes_it_incomplete(tmp_path: Path
     assert v.truncated_tail and v.incomplete and "line 3" in v.warnings[0]
 
 
-@pytest.mark.parametrize(("line", "why"), [
-    ("not json at all", "line 2: not JSON"),
-    ('{"index": 5, "time": 1, "process": 1, "type": "ok", "f": "send", "value": []}', "without an invoke"),
-    ('{"index": 5, "time": 1, "process": 1, "type": "invoke", "f": "frobnicate", "value": []}', "unknown f 'frobnicate'"),
-    ('{"index": 0, "time": 1, "process": 1, "type": "invoke", "f": "send", "value": []}', "does not increase"),
-    ('{"index": 5, "time": 1, "process": 1, "type": "maybe", "f": "send", "value": []}', "unknown type"),
-    ('{"index": 5, "process": 1, "type": "invoke", "f": "send", "value": []}', "lacks time"),
-])
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ("not json at all", "line 2: not JSON"),
+        ('{"index": 5, "time": 1, "process": 1, "type": "ok", "f": "send", "value": []}', "without an invoke"),
+        (
+            '{"index": 5, "time": 1, "process": 1, "type": "invoke", "f": "frobnicate", "value": []}',
+            "unknown f 'frobnicate'",
+        ),
+        ('{"index": 0, "time": 1, "process": 1, "type": "invoke", "f": "send", "value": []}', "does not increase"),
+        ('{"index": 5, "time": 1, "process": 1, "type": "maybe", "f": "send", "value": []}', "unknown type"),
+        ('{"index": 5, "process": 1, "type": "invoke", "f": "send", "value": []}', "lacks time"),
+    ],
+)
 def test_malformed_lines_are_errors_naming_the_line(tmp_path: Path, line: str, why: str) -> None:
     lines = [_good()[0], line, _good()[1]] if "not JSON" in why else [*_good(), line]
     with pytest.raises(HistoryError, match=why):

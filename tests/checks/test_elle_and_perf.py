@@ -44,8 +44,10 @@ def test_without_elle_cli_the_check_is_skipped_never_passed(tmp_path: Path, monk
     assert r.status == "skipped" and r.status != "valid"
 
 
-@pytest.mark.skipif(not os.environ.get("ELLE_CLI"), reason="ELLE_CLI is not set: no elle-cli installed here "
-                    "(it is a Clojure jar; see results/README.md)")
+@pytest.mark.skipif(
+    not os.environ.get("ELLE_CLI"),
+    reason="ELLE_CLI is not set: no elle-cli installed here (it is a Clojure jar; see results/README.md)",
+)
 def test_real_elle_cli_accepts_a_valid_history(tmp_path: Path) -> None:
     r = run_elle(GOLDEN_HISTORY, tmp_path)
     assert r.status == "valid", r.output
@@ -60,11 +62,23 @@ def test_perf_facts_from_a_history_with_a_fault_window(spark: Any, tmp_path: Pat
     lines = (run / "history.jsonl").read_text().splitlines()
     ops = [json.loads(x) for x in lines]
     n = len(ops)
-    start = {"index": n, "time": ops[3]["time"] + 1, "process": "nemesis", "type": "info", "f": "start-partition",
-             "value": {"n1": ["n2"]}}
+    start = {
+        "index": n,
+        "time": ops[3]["time"] + 1,
+        "process": "nemesis",
+        "type": "info",
+        "f": "start-partition",
+        "value": {"n1": ["n2"]},
+    }
     # renumber: insert the nemesis ops in time order, after op 3 and after op 5
-    stop = {"index": n + 1, "time": ops[5]["time"] + 1, "process": "nemesis", "type": "info", "f": "stop-partition",
-            "value": None}
+    stop = {
+        "index": n + 1,
+        "time": ops[5]["time"] + 1,
+        "process": "nemesis",
+        "type": "info",
+        "f": "stop-partition",
+        "value": None,
+    }
     merged = sorted([*ops, start, stop], key=lambda d: d["time"])
     for i, d in enumerate(merged):
         d["index"] = i

@@ -13,8 +13,12 @@ from results.check import check_run
 from tests.checks.histgen import acked_values, correct_history
 
 pytestmark = pytest.mark.spark
-SETTINGS = settings(max_examples=6, deadline=None, derandomize=False,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=6,
+    deadline=None,
+    derandomize=False,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 def _check(tmp_path: Path, h: Any, name: str) -> Any:
@@ -33,8 +37,9 @@ def test_a_correct_log_is_always_valid(spark: Any, tmp_path: Path, seed: int) ->
 
 @SETTINGS
 @given(seed=st.integers(0, 2**32), pick=st.integers(0, 10_000))
-def test_deleting_one_acked_value_from_later_reads_is_exactly_one_lost_write(spark: Any, tmp_path: Path,
-                                                                            seed: int, pick: int) -> None:
+def test_deleting_one_acked_value_from_later_reads_is_exactly_one_lost_write(
+    spark: Any, tmp_path: Path, seed: int, pick: int
+) -> None:
     h = correct_history(seed)
     # a value with a later acked value in the same key, so a higher offset is surely read
     acked = acked_values(h)
@@ -56,8 +61,14 @@ def test_deleting_one_acked_value_from_later_reads_is_exactly_one_lost_write(spa
 @given(seed=st.integers(0, 2**32), pick=st.integers(0, 10_000))
 def test_changing_one_read_value_is_inconsistent_offsets(spark: Any, tmp_path: Path, seed: int, pick: int) -> None:
     h = correct_history(seed)
-    reads = [(d, m, k, i) for d in h.lines if d["f"] == "poll" and d["type"] == "ok"
-             for m in d["value"] for k, pairs in m[1].items() for i in range(len(pairs))]
+    reads = [
+        (d, m, k, i)
+        for d in h.lines
+        if d["f"] == "poll" and d["type"] == "ok"
+        for m in d["value"]
+        for k, pairs in m[1].items()
+        for i in range(len(pairs))
+    ]
     assume(reads)
     d, m, k, i = reads[pick % len(reads)]
     m[1][k][i] = [m[1][k][i][0], 10**9 + pick]
