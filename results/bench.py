@@ -130,6 +130,9 @@ def main() -> int:
                 "valid": r.valid,
                 "jvm_peak_mb": round(jvm_peak_mb(), 1),
                 "python_peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "phases_s": r.timings,
+                # the machine is shared: the 1-minute load average says how much of the time was ours
+                "load_avg_1m": round(os.getloadavg()[0], 2),
             }
             rows.append(row)
             print(json.dumps(row), flush=True)
