@@ -11,10 +11,14 @@ or the user presses Ctrl-C, and `down_all` removes every labelled container and 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import ipaddress
+import signal
 import socket
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import docker
@@ -28,6 +32,26 @@ from harness.node import Node, node_names
 from harness.provision.state import ClusterState
 
 LABEL = "chaos.cluster"
+
+
+@contextlib.contextmanager
+def deferred_sigint() -> Iterator[None]:
+    """Hold Ctrl-C until the engine call in flight has returned, then raise it.
+
+    An interrupted create call leaves a container the engine still makes after we stopped listening,
+    which no cleanup sweep can reliably catch; deferring the interrupt by one API call means we always
+    know every object we made. (Only the main thread can own signal handlers; elsewhere a no-op.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    old = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        if pending:
+            raise KeyboardInterrupt
 MAX_NODES = 50
 
 
@@ -96,7 +120,9 @@ class DockerProvisioner:
         hosts = list(subnet.hosts())
         gateway = str(hosts[0])
         ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(subnet=str(subnet), gateway=gateway)])
-        client.networks.create(self.network_name, driver="bridge", ipam=ipam, labels=labels, check_duplicate=True)
+        with deferred_sigint():
+            client.networks.create(self.network_name, driver="bridge", ipam=ipam, labels=labels,
+                                   check_duplicate=True)
         pubkey = self.state.new_key()
         names = node_names(n)
         ips = {name: str(hosts[i + 1]) for i, name in enumerate(names)}
@@ -111,17 +137,18 @@ class DockerProvisioner:
             net_cfg = api.create_networking_config(
                 {self.network_name: api.create_endpoint_config(ipv4_address=ips[name], aliases=[name])}
             )
-            cid = api.create_container(
-                image,
-                name=self.container_name(name),
-                hostname=name,
-                labels={**labels, "chaos.node": name},
-                environment={"CHAOS_AUTHORIZED_KEY": pubkey},
-                host_config=host_config,
-                networking_config=net_cfg,
-                detach=True,
-            )["Id"]
-            api.start(cid)
+            with deferred_sigint():
+                cid = api.create_container(
+                    image,
+                    name=self.container_name(name),
+                    hostname=name,
+                    labels={**labels, "chaos.node": name},
+                    environment={"CHAOS_AUTHORIZED_KEY": pubkey},
+                    host_config=host_config,
+                    networking_config=net_cfg,
+                    detach=True,
+                )["Id"]
+                api.start(cid)
         nodes = [
             Node(name, ips[name], ips[name], 22, "root", str(self.state.key_path), str(self.state.known_hosts))
             for name in names
@@ -192,10 +219,11 @@ def _remove(client: docker.DockerClient, label_filter: str, settle_s: float = 0.
     removed_c = removed_n = 0
     quiet_since = time.monotonic()
     while True:
-        containers = client.containers.list(all=True, filters={"label": label_filter})
+        # the low-level list does not inspect each container, so one vanishing meanwhile is no error
+        containers = client.api.containers(all=True, filters={"label": label_filter})
         for c in containers:
             try:
-                c.remove(force=True, v=True)
+                client.api.remove_container(c["Id"], force=True, v=True)
             except docker.errors.NotFound:
                 pass
         networks = client.networks.list(filters={"label": label_filter})

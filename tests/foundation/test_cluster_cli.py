@@ -19,7 +19,7 @@ LABEL = "chaos.cluster"
 def _labelled(name: str) -> tuple[int, int]:
     c = docker.from_env()
     flt = {"label": f"{LABEL}={name}"}
-    return len(c.containers.list(all=True, filters=flt)), len(c.networks.list(filters=flt))
+    return len(c.api.containers(all=True, filters=flt)), len(c.api.networks(filters=flt))
 
 
 def test_bad_inputs_give_one_sentence_and_nonzero_exit(chaos_home: Path, tmp_path: Path) -> None:

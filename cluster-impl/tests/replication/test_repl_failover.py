@@ -98,12 +98,18 @@ def test_leader_sigkill_new_leader_from_isr_and_every_acked_message_survives(clu
     assert logs[0][:n] == logs[1][:n] == logs[2][:n], "replicas agree below their HW"
 
 
-def _controller(zk_connect: str) -> tuple[int, int]:
+def _controller(zk_connect: str) -> tuple[int | None, int]:
+    """(controller id or None while there is none, controller epoch)."""
+    from kazoo.exceptions import NoNodeError
+
     zk = KazooClient(hosts=zk_connect)
     zk.start(10)
     try:
-        cid = json.loads(zk.get("/controller")[0])["brokerid"]
         epoch = int(zk.get("/controller_epoch")[0])
+        try:
+            cid = json.loads(zk.get("/controller")[0])["brokerid"]
+        except NoNodeError:
+            cid = None
         return cid, epoch
     finally:
         zk.stop()
@@ -115,8 +121,9 @@ def test_controller_sigkill_elects_a_higher_epoch_and_leaders_stay(cluster: list
     cid, epoch = _controller(zookeeper.connect)
     leader_before, _ = partition_meta(cluster, "c")
     cluster[cid - 1].kill()
-    new_cid, new_epoch = wait_for(lambda: (lambda c: c if c[0] != cid else None)(_controller(zookeeper.connect)),
-                                  what="a new controller")
+    new_cid, new_epoch = wait_for(
+        lambda: (lambda c: c if c[0] not in (cid, None) else None)(_controller(zookeeper.connect)),
+        what="a new controller")
     assert new_epoch > epoch and new_cid != cid
     if leader_before != cid:  # a partition led by a surviving broker keeps its leader
         wait_for(lambda: partition_meta(cluster, "c")[1] == sorted({1, 2, 3} - {cid}), what="ISR without the dead broker")
