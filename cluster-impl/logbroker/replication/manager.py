@@ -57,12 +57,14 @@ class ReplicaManager:
     async def start_async(self) -> None:
         self._loop = asyncio.get_running_loop()
         await self._zk(self.zk.start)
-        self.broker_epoch = await self._zk(self.zk.register_broker, self.bid, self.cfg.advertised_host,
-                                           self.cfg.advertised_port)
+        # set our own view BEFORE registering: the controller answers a registration at once, and its
+        # UpdateMetadata/LeaderAndIsr must not be overwritten by these start-up defaults
         self.core.metadata.brokers = {self.bid: BrokerEndpoint(self.bid, self.cfg.advertised_host,
                                                                self.cfg.advertised_port)}
         for p in self.core.partitions.values():
             p.role = Role.NONE  # wait for the controller's word (seed 003 E)
+        self.broker_epoch = await self._zk(self.zk.register_broker, self.bid, self.cfg.advertised_host,
+                                           self.cfg.advertised_port)
         self.zk.session_listeners.append(self._on_session)
         self.tasks.append(asyncio.create_task(self._isr_maintenance()))
         self.tasks.append(asyncio.create_task(self._checkpoint_loop()))
