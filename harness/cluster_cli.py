@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from harness.errors import ProvisionError, RemoteError, UsageError
+from harness.errors import RemoteError, UsageError
 from harness.node import Node
 from harness.provision import PROVISIONERS, get_provisioner
 from harness.provision.state import ClusterState
@@ -158,9 +158,6 @@ def down(name: str, all_: bool) -> int:
         return 0
     loaded = ClusterState(name).load()
     kind = loaded[0] if loaded else "docker"
-    try:
-        get_provisioner(kind, name).down()
-    except ProvisionError:
-        raise
+    get_provisioner(kind, name).down()
     click.echo(f"cluster {name!r} is down")
     return 0
