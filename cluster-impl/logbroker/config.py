@@ -29,6 +29,9 @@ DEFAULTS: dict[str, str] = {
     "replica.lag.time.max.ms": "10000",
     "replica.fetch.wait.max.ms": "200",
     "unclean.leader.election.enable": "false",
+    "auto.leader.rebalance.enable": "true",
+    "leader.imbalance.check.interval.seconds": "300",
+    "leader.imbalance.per.broker.percentage": "10",
     "auto.create.topics.enable": "true",
     "message.max.bytes": str(1024 * 1024 + 12),
     "socket.request.max.bytes": str(100 * 1024 * 1024),
@@ -59,6 +62,9 @@ class BrokerConfig:
     replica_lag_time_max_ms: int
     replica_fetch_wait_max_ms: int
     unclean_leader_election: bool
+    auto_leader_rebalance: bool
+    leader_imbalance_check_interval_s: float
+    leader_imbalance_per_broker_percentage: int
     auto_create_topics: bool
     message_max_bytes: int
     socket_request_max_bytes: int
@@ -120,6 +126,15 @@ def from_mapping(v: Mapping[str, str], bugs: frozenset[Bug] = frozenset()) -> Br
             raise ConfigError(f"{key} must be true or false, not {v[key]!r}")
         return s == "true"
 
+    def positive_seconds(key: str) -> float:
+        try:
+            val = float(v[key])
+        except ValueError:
+            raise ConfigError(f"{key} must be a number of seconds, not {v[key]!r}") from None
+        if val <= 0:
+            raise ConfigError(f"{key} must be positive, not {v[key]!r}")
+        return val
+
     listener = v["listeners"].split(",")[0]
     hostport = listener.split("://", 1)[-1]
     host, _, port_s = hostport.rpartition(":")
@@ -143,6 +158,9 @@ def from_mapping(v: Mapping[str, str], bugs: frozenset[Bug] = frozenset()) -> Br
         replica_lag_time_max_ms=num("replica.lag.time.max.ms"),
         replica_fetch_wait_max_ms=num("replica.fetch.wait.max.ms"),
         unclean_leader_election=flag("unclean.leader.election.enable"),
+        auto_leader_rebalance=flag("auto.leader.rebalance.enable"),
+        leader_imbalance_check_interval_s=positive_seconds("leader.imbalance.check.interval.seconds"),
+        leader_imbalance_per_broker_percentage=num("leader.imbalance.per.broker.percentage"),
         auto_create_topics=flag("auto.create.topics.enable"),
         message_max_bytes=num("message.max.bytes"),
         socket_request_max_bytes=num("socket.request.max.bytes"),

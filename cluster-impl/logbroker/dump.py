@@ -60,7 +60,8 @@ def dump_partition(d: Path) -> list[dict[str, Any]]:
     summary: dict[str, Any] = {
         "topic": tp.topic, "partition": tp.partition, "hw": min(read_int(d / HW_FILE, 0), leo), "leo": leo,
         "log_start_offset": log_start or 0,
-        "leader_epochs": [list(e) for e in LeaderEpochCache(d / EPOCH_FILE if (d / EPOCH_FILE).exists() else None).entries],
+        "leader_epochs": [list(e) for e in
+                          LeaderEpochCache(d / EPOCH_FILE if (d / EPOCH_FILE).exists() else None).entries],
     }
     if torn:
         summary["torn_bytes"] = torn

@@ -15,6 +15,7 @@ from logbroker.protocol.apis import APIS, make_message
 from rawclient import RawClient, batch
 
 TOPIC = "versions"
+GROW = "grow"
 
 
 def request_body(key: int, version: int) -> dict[str, Any]:
@@ -42,6 +43,16 @@ def request_body(key: int, version: int) -> dict[str, Any]:
                             "assignments": [], "configs": []}], "timeout_ms": 5000, "validate_only": False}
     if key == 22:
         return {"transactional_id": None, "transaction_timeout_ms": 60000, "producer_id": -1, "producer_epoch": -1}
+    if key == 37:  # each version grows GROW by one more partition (versions run in order)
+        return {"topics": [{"name": GROW, "count": 2 + version, "assignments": None}], "timeout_ms": 5000,
+                "validate_only": False}
+    if key == 43:
+        return {"election_type": 0, "topic_partitions": [{"topic": TOPIC, "partitions": [0]}], "timeout_ms": 5000}
+    if key == 45:
+        return {"timeout_ms": 5000, "allow_replication_factor_change": True,
+                "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "replicas": [1]}]}]}
+    if key == 46:
+        return {"timeout_ms": 5000, "topics": None}
     raise AssertionError(key)
 
 
@@ -55,6 +66,9 @@ def vbroker(tmp_path_factory: pytest.TempPathFactory) -> Any:
     create = make_message(APIS[19].request, 4, request_body(19, 4) | {
         "topics": [{"name": TOPIC, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}]})
     assert c.request(create, APIS[19].response).topics[0].error_code == 0
+    grow = make_message(APIS[19].request, 4, request_body(19, 4) | {
+        "topics": [{"name": GROW, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}]})
+    assert c.request(grow, APIS[19].response).topics[0].error_code == 0
     c.close()
     yield b
     b.kill()
@@ -84,6 +98,14 @@ def test_every_advertised_version_round_trips(vbroker: BrokerProc, key: int, ver
         assert resp.topics[0].error_code == 0
     elif key == 22:
         assert resp.error_code == 0 and resp.producer_id >= 0
+    elif key == 37:
+        assert resp.results[0].error_code == 0
+    elif key == 43:  # one broker: its only replica already leads
+        assert resp.replica_election_results[0].partition_result[0].error_code == 84  # ELECTION_NOT_NEEDED
+    elif key == 45:
+        assert resp.error_code == 0 and resp.responses[0].partitions[0].error_code == 0
+    elif key == 46:
+        assert resp.error_code == 0 and list(resp.topics) == []
 
 
 def test_unsupported_api_versions_version_gets_v0_error_and_our_ranges(vbroker: BrokerProc) -> None:

@@ -1,133 +1,202 @@
-"""The active controller: reacts to broker and topic changes and to AlterIsr, writes ZooKeeper, and
-tells brokers what to do (seed 003 A, B, D, E; KIP-497 for ISR changes).
+"""The active controller: reacts to broker and topic changes and to AlterIsr, writes the metadata
+store, and tells brokers what to do (seed 003 A, B, D, E; KIP-497 for ISR changes). Operator
+requests — partition add (H), reassignment (F), leader elections — are in `operations.py` and
+use the primitives here.
 
-Every ZooKeeper call runs in a worker thread (kazoo is blocking) and every decision runs on the
-broker's event loop, one at a time (`_lock`), so the controller's view is never interleaved.
-Partition state writes are conditional on the znode version; a lost race means a newer controller
-exists, and this one steps down.
+Every store call runs in a worker thread (kazoo is blocking) and every decision runs on the
+broker's event loop, one at a time (`lock`), so the controller's view is never interleaved.
+Partition state and topic writes are conditional on the znode version; a lost race means a newer
+controller exists, and this one steps down.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from logbroker.controller.decisions import elect_leader
-from logbroker.coord.zk import PartitionState, StaleVersion, ZkStore
+from logbroker.coord.model import PartitionState, ReplicaAssignment
+from logbroker.coord.store import MetadataStore, StaleVersion, Watch
 from logbroker.protocol.errors import Err
 
 log = logging.getLogger(__name__)
 
 Send = Callable[[int, dict[str, Any]], Awaitable[dict[str, Any] | None]]
+Key = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSettings:
+    """The broker configs the controller obeys (Kafka's names in `logbroker/config.py`)."""
+
+    unclean_leader_election: bool = False
+    auto_leader_rebalance: bool = True
+    leader_imbalance_check_interval_s: float = 300.0
+    leader_imbalance_per_broker_percentage: int = 10
+    #: Seed 003 F: the reassignment agent also wakes up on its own, not only when notified.
+    reassignment_check_interval_s: float = 5.0
 
 
 @dataclass
 class PartitionInfo:
-    replicas: list[int]
+    assignment: ReplicaAssignment
     state: PartitionState
     version: int
+
+    @property
+    def replicas(self) -> list[int]:
+        return list(self.assignment.replicas)
 
 
 @dataclass
 class ControllerState:
     epoch: int
     brokers: dict[int, tuple[str, int, int]] = field(default_factory=dict)  # id -> host, port, broker epoch
-    partitions: dict[tuple[str, int], PartitionInfo] = field(default_factory=dict)
+    partitions: dict[Key, PartitionInfo] = field(default_factory=dict)
+    topic_versions: dict[str, int] = field(default_factory=dict)
+    reassignments: dict[Key, tuple[int, ...]] = field(default_factory=dict)  # partition -> target replicas
+
+    @property
+    def live(self) -> set[int]:
+        return set(self.brokers)
 
 
 class Controller:
-    def __init__(self, broker_id: int, zk: ZkStore, send: Send, *, unclean: bool) -> None:
+    def __init__(self, broker_id: int, zk: MetadataStore, send: Send,
+                 settings: ControllerSettings | None = None) -> None:
+        from logbroker.controller.operations import Operations
+
         self.broker_id = broker_id
         self.zk = zk
         self.send = send
-        self.unclean = unclean
+        self.settings = settings or ControllerSettings()
         self.state: ControllerState | None = None
-        self._lock = asyncio.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self.lock = asyncio.Lock()
+        self.ops = Operations(self)
+        self._timers: list[asyncio.Task[None]] = []
+        self._watches: dict[str, Watch] = {}
 
     @property
     def active(self) -> bool:
         return self.state is not None
 
-    async def _zk(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def store(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
-    def _watch(self, coro: Callable[[], Awaitable[None]]) -> Callable[[Any], None]:
-        loop = asyncio.get_running_loop()
+    def watch(self, name: str, coro: Callable[[], Awaitable[None]]) -> Watch:
+        """One callable per event kind: the store keeps watchers in a set, so re-arming with the same
+        callable never stacks duplicate notifications. The handler itself checks that we are still
+        the controller, so a watch left over from an earlier term is harmless."""
+        if name not in self._watches:
+            loop = asyncio.get_running_loop()
 
-        def fire(_event: Any) -> None:
-            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(coro()))
+            def fire(_event: Any) -> None:
+                loop.call_soon_threadsafe(lambda: asyncio.ensure_future(coro()))
 
-        return fire
+            self._watches[name] = fire
+        return self._watches[name]
 
     # --- failover (D) ----------------------------------------------------------------------------
     async def become_active(self, epoch: int) -> None:
-        """Seed 003 D: read everything, fix leaderless partitions, send LeaderAndIsr with INIT to all."""
-        async with self._lock:
+        """Seed 003 D: read everything, fix leaderless partitions, send LeaderAndIsr with INIT to all
+        (the complete list of each broker's replicas), then resume the operator requests that were
+        under way (steps 7-9: reassignments, partition adds, a pending preferred election)."""
+        async with self.lock:
             self.state = ControllerState(epoch)
             log.info("broker %d is controller with epoch %d", self.broker_id, epoch)
-            self.state.brokers = await self._zk(self.zk.live_brokers, self._watch(self.on_brokers_changed))
-            topics = await self._zk(self.zk.topics, self._watch(self.on_topics_changed))
+            self.state.brokers = await self.store(self.zk.live_brokers, self.watch("brokers", self.on_brokers_changed))
+            topics = await self.store(self.zk.topics, self.watch("topics", self.on_topics_changed))
             for t in topics:
-                await self._load_topic(t)
+                await self.load_topic(t)
             await self._elect_where_needed()
-            await self._broadcast(init=True)
+            await self.broadcast(init=True, full=True)
+            await self.ops.resume()
+        self._timers = [asyncio.ensure_future(self._every(self.settings.reassignment_check_interval_s,
+                                                          self.ops.reassignment_tick))]
+        if self.settings.auto_leader_rebalance:
+            self._timers.append(asyncio.ensure_future(self._every(self.settings.leader_imbalance_check_interval_s,
+                                                                  self.ops.auto_rebalance)))
 
     def resign(self) -> None:
         if self.state is not None:
             log.info("broker %d resigns as controller", self.broker_id)
         self.state = None
+        for t in self._timers:
+            t.cancel()
+        self._timers = []
 
-    async def _load_topic(self, topic: str) -> None:
+    async def _every(self, seconds: float, fn: Callable[[], Awaitable[Any]]) -> None:
+        while self.state is not None:
+            await asyncio.sleep(seconds)
+            try:
+                await fn()
+            except Exception:  # a failed periodic task must not stop the next one
+                log.exception("controller periodic task %s failed", getattr(fn, "__name__", fn))
+
+    async def load_topic(self, topic: str) -> list[Key]:
+        """Read a topic's assignment; partitions without a state get their first leader (seed 003 B
+        init_leaders). Returns the partitions that were new to this controller."""
         assert self.state is not None
-        assignment = await self._zk(self.zk.assignment, topic)
-        for p, replicas in assignment.items():
-            if (topic, p) in self.state.partitions:
+        parts, version = await self.store(self.zk.topic_assignment, topic)
+        self.state.topic_versions[topic] = version
+        added = []
+        for p, asg in sorted(parts.items()):
+            key = (topic, p)
+            if key in self.state.partitions:
+                self.state.partitions[key].assignment = asg
                 continue
-            got = await self._zk(self.zk.partition_state, topic, p)
-            if got is None:  # new partition (B, H): first live replica leads, live replicas form the ISR
-                live = [r for r in replicas if r in self.state.brokers]
-                leader = live[0] if live else -1
-                st = PartitionState(leader, 0, tuple(live) or tuple(replicas), self.state.epoch)
-                try:
-                    version = await self._zk(self.zk.write_partition_state, topic, p, st, None)
-                except StaleVersion:
-                    got = await self._zk(self.zk.partition_state, topic, p)
-                    assert got is not None
-                    st, version = got
-                self.state.partitions[(topic, p)] = PartitionInfo(replicas, st, version)
+            got = await self.store(self.zk.partition_state, topic, p)
+            if got is None:
+                await self.init_partition(topic, p, asg)
             else:
-                self.state.partitions[(topic, p)] = PartitionInfo(replicas, got[0], got[1])
+                self.state.partitions[key] = PartitionInfo(asg, got[0], got[1])
+            added.append(key)
+        return added
 
-    async def _elect_where_needed(self) -> list[tuple[str, int]]:
+    async def init_partition(self, topic: str, p: int, asg: ReplicaAssignment) -> None:
+        """Seed 003 B init_leaders: the first live replica leads, the live replicas form the ISR."""
+        assert self.state is not None
+        live = [r for r in asg.replicas if r in self.state.brokers]
+        leader = live[0] if live else -1
+        st = PartitionState(leader, 0, tuple(live) or asg.replicas, self.state.epoch)
+        try:
+            version = await self.store(self.zk.write_partition_state, topic, p, st, None)
+        except StaleVersion:  # someone initialised it first: take theirs
+            got = await self.store(self.zk.partition_state, topic, p)
+            assert got is not None
+            st, version = got
+        self.state.partitions[(topic, p)] = PartitionInfo(asg, st, version)
+
+    async def _elect_where_needed(self) -> list[Key]:
         """Seed 003 A: partitions whose leader is gone get a new one; dead replicas leave the ISR."""
         assert self.state is not None
-        live = set(self.state.brokers)
+        live = self.state.live
         changed = []
         for (topic, p), info in self.state.partitions.items():
             st = info.state
             if st.leader in live and all(r in live for r in st.isr):
                 continue
             if st.leader in live:  # only followers died: shrink the ISR, same leader epoch + 1
-                new = PartitionState(st.leader, st.leader_epoch + 1, tuple(r for r in st.isr if r in live), self.state.epoch)
+                isr = tuple(r for r in st.isr if r in live)
+                new = PartitionState(st.leader, st.leader_epoch + 1, isr, self.state.epoch)
             else:
-                e = elect_leader(info.replicas, st.isr, live, unclean_allowed=self.unclean)
+                e = elect_leader(info.replicas, st.isr, live, unclean_allowed=self.settings.unclean_leader_election)
                 if e.leader == -1 and st.leader == -1:
                     continue
                 if e.unclean:
                     log.warning("%s-%d: unclean leader election of %d", topic, p, e.leader)
                 new = PartitionState(e.leader, st.leader_epoch + 1, e.isr, self.state.epoch)
-            if await self._write(topic, p, info, new):
+            if await self.write(topic, p, info, new):
                 changed.append((topic, p))
         return changed
 
-    async def _write(self, topic: str, p: int, info: PartitionInfo, new: PartitionState) -> bool:
+    async def write(self, topic: str, p: int, info: PartitionInfo, new: PartitionState) -> bool:
         assert self.state is not None
         try:
-            info.version = await self._zk(self.zk.write_partition_state, topic, p, new, info.version)
+            info.version = await self.store(self.zk.write_partition_state, topic, p, new, info.version)
             info.state = new
             return True
         except StaleVersion:
@@ -135,81 +204,123 @@ class Controller:
             self.resign()
             return False
 
+    async def write_assignment(self, topic: str, adding: dict[int, ReplicaAssignment] | None = None) -> bool:
+        """Rewrite the topic znode from our view of its partitions (plus `adding`, new partitions that
+        have no state yet), conditionally on its version."""
+        if self.state is None:
+            return False
+        parts = {p: i.assignment for (t, p), i in self.state.partitions.items() if t == topic} | (adding or {})
+        try:
+            self.state.topic_versions[topic] = await self.store(self.zk.write_topic_assignment, topic, parts,
+                                                                self.state.topic_versions[topic])
+            return True
+        except StaleVersion:
+            log.warning("topic %s changed under us; a newer controller exists", topic)
+            self.resign()
+            return False
+
     # --- messages to brokers -------------------------------------------------------------------
-    def _partition_msg(self, topic: str, p: int, info: PartitionInfo) -> dict[str, Any]:
+    def partition_msg(self, topic: str, p: int, info: PartitionInfo) -> dict[str, Any]:
         st = info.state
         return {"topic": topic, "partition": p, "leader": st.leader, "leader_epoch": st.leader_epoch,
-                "isr": list(st.isr), "replicas": info.replicas, "zk_version": info.version}
+                "isr": list(st.isr), "replicas": info.replicas, "adding_replicas": list(info.assignment.adding),
+                "removing_replicas": list(info.assignment.removing), "zk_version": info.version}
 
     def _brokers_msg(self) -> list[dict[str, Any]]:
         assert self.state is not None
-        return [{"id": b, "host": h, "port": port, "epoch": e} for b, (h, port, e) in sorted(self.state.brokers.items())]
+        return [{"id": b, "host": h, "port": port, "epoch": e}
+                for b, (h, port, e) in sorted(self.state.brokers.items())]
 
-    async def _broadcast(self, *, init: bool = False, only: list[tuple[str, int]] | None = None,
-                         to: list[int] | None = None) -> None:
-        """LeaderAndIsr to each replica of the partitions, then UpdateMetadata to every live broker."""
+    async def broadcast(self, *, init: bool = False, full: bool = False, only: Iterable[Key] | None = None,
+                        to: list[int] | None = None) -> None:
+        """LeaderAndIsr to each live replica of the partitions, then UpdateMetadata to every live broker.
+
+        `full`: the message lists *every* replica the broker hosts (seed 003 C.3 and E.4), so it may
+        set aside local replicas that are not listed; such a message goes to every target broker,
+        even one that hosts nothing."""
         if self.state is None:
             return
         st = self.state
-        keys = list(st.partitions) if only is None else only
-        targets = sorted(st.brokers) if to is None else to
+        keys = list(st.partitions) if only is None else list(only)
+        targets = sorted(st.brokers) if to is None else [b for b in to if b in st.brokers]
         sends = []
         for b in targets:
-            parts = [self._partition_msg(t, p, st.partitions[(t, p)]) for t, p in keys
-                     if b in st.partitions[(t, p)].replicas]
-            if parts:
+            parts = [self.partition_msg(t, p, st.partitions[(t, p)]) for t, p in keys
+                     if (t, p) in st.partitions and b in st.partitions[(t, p)].replicas]
+            if parts or full:
                 sends.append(self.send(b, {"type": "leader_and_isr", "controller_id": self.broker_id,
-                                           "controller_epoch": st.epoch, "init": init, "partitions": parts,
-                                           "brokers": self._brokers_msg()}))
+                                           "controller_epoch": st.epoch, "init": init, "full": full,
+                                           "partitions": parts, "brokers": self._brokers_msg()}))
         await asyncio.gather(*sends, return_exceptions=True)
-        await self._update_metadata()
+        await self.update_metadata()
 
-    async def _update_metadata(self) -> None:
+    async def update_metadata(self) -> None:
         if self.state is None:
             return
         st = self.state
         msg = {"type": "update_metadata", "controller_id": self.broker_id, "controller_epoch": st.epoch,
                "brokers": self._brokers_msg(),
-               "partitions": [self._partition_msg(t, p, i) for (t, p), i in st.partitions.items()]}
+               "partitions": [self.partition_msg(t, p, i) for (t, p), i in st.partitions.items()]}
         await asyncio.gather(*(self.send(b, msg) for b in sorted(st.brokers)), return_exceptions=True)
+
+    async def stop_replicas(self, targets: dict[int, list[Key]], *, delete: bool) -> None:
+        """Seed 003 C StopReplica: stop fetching and serving these replicas, and delete their logs
+        if `delete`. Each partition carries its current leader epoch, so a broker can refuse an order
+        older than what it already knows. A dead target is skipped: it is told the complete list of
+        its replicas when it starts again, and sets the rest aside then."""
+        if self.state is None:
+            return
+        st = self.state
+        sends = []
+        for b, keys in sorted(targets.items()):
+            if b not in st.brokers or not keys:
+                continue
+            parts = [{"topic": t, "partition": p,
+                      "leader_epoch": st.partitions[(t, p)].state.leader_epoch if (t, p) in st.partitions else -1}
+                     for t, p in keys]
+            sends.append(self.send(b, {"type": "stop_replica", "controller_id": self.broker_id,
+                                       "controller_epoch": st.epoch, "delete": delete, "partitions": parts}))
+        await asyncio.gather(*sends, return_exceptions=True)
 
     # --- events --------------------------------------------------------------------------------
     async def on_brokers_changed(self) -> None:
         """Seed 003 A (failure) and E (start-up)."""
-        async with self._lock:
+        async with self.lock:
             if self.state is None:
                 return
             before = set(self.state.brokers)
-            self.state.brokers = await self._zk(self.zk.live_brokers, self._watch(self.on_brokers_changed))
+            self.state.brokers = await self.store(self.zk.live_brokers, self.watch("brokers", self.on_brokers_changed))
             now = set(self.state.brokers)
             if before != now:
                 log.info("controller: brokers %s -> %s", sorted(before), sorted(now))
             changed = await self._elect_where_needed()
             started = sorted(now - before)
             if changed:
-                await self._broadcast(only=changed)
-            if started:  # a (re)started broker learns its partitions: it follows, truncates, catches up
-                await self._broadcast(to=started)
+                await self.broadcast(only=changed)
+            if started:  # a (re)started broker learns all its partitions: it follows, truncates, catches up
+                await self.broadcast(to=started, full=True)
             elif not changed:
-                await self._update_metadata()
+                await self.update_metadata()
+        if self.state is not None and self.state.reassignments:
+            await self.ops.reassignment_tick()
 
     async def on_topics_changed(self) -> None:
         """Seed 003 B: a new /brokers/topics/<t> gets partition states and leaders."""
-        async with self._lock:
+        async with self.lock:
             if self.state is None:
                 return
-            topics = await self._zk(self.zk.topics, self._watch(self.on_topics_changed))
-            new = [t for t in topics if not any(k[0] == t for k in self.state.partitions)]
+            topics = await self.store(self.zk.topics, self.watch("topics", self.on_topics_changed))
+            new = [t for t in topics if t not in self.state.topic_versions]
+            keys: list[Key] = []
             for t in new:
-                await self._load_topic(t)
-            keys = [k for k in self.state.partitions if k[0] in new]
+                keys += await self.load_topic(t)
             if keys:
-                await self._broadcast(only=keys)
+                await self.broadcast(only=keys)
 
     async def alter_isr(self, req: dict[str, Any]) -> dict[str, Any]:
         """KIP-497: only the controller writes the ISR; the leader's request is checked against the
         broker epoch, the leader epoch and the znode version it was based on."""
-        async with self._lock:
+        async with self.lock:
             if self.state is None:
                 return {"error": int(Err.NOT_CONTROLLER)}
             key = (req["topic"], int(req["partition"]))
@@ -222,14 +333,19 @@ class Controller:
             if info.state.leader != leader or info.state.leader_epoch != req["leader_epoch"]:
                 return {"error": int(Err.FENCED_LEADER_EPOCH)}
             if info.version != req["zk_version"]:
-                return {"error": int(Err.INVALID_UPDATE_VERSION), **self._partition_msg(*key, info)}
-            isr = tuple(int(r) for r in req["isr"] if int(r) in self.state.brokers or int(r) == leader)
+                return {"error": int(Err.INVALID_UPDATE_VERSION), **self.partition_msg(*key, info)}
+            isr = tuple(int(r) for r in req["isr"]
+                        if (int(r) in self.state.brokers and int(r) in info.replicas) or int(r) == leader)
             if leader not in isr:
                 return {"error": int(Err.INVALID_REQUEST)}
             new = PartitionState(leader, info.state.leader_epoch, isr, self.state.epoch)
-            if not await self._write(key[0], key[1], info, new):
+            if not await self.write(key[0], key[1], info, new):
                 return {"error": int(Err.NOT_CONTROLLER)}
             log.info("%s-%d: ISR %s -> %s (AlterIsr from %d)", key[0], key[1], list(req.get("old_isr", [])),
                      list(isr), leader)
-        await self._update_metadata()
-        return {"error": 0, **self._partition_msg(*key, info)}
+            moving = key in self.state.reassignments
+            reply = {"error": 0, **self.partition_msg(*key, info)}
+        await self.update_metadata()
+        if moving:  # seed 003 F: a new replica that joined the ISR may complete the move
+            asyncio.ensure_future(self.ops.reassignment_tick([key]))
+        return reply

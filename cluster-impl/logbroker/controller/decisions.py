@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import IntEnum
+from typing import TypeVar
+
+from logbroker.coord.model import PartitionState
+from logbroker.protocol.errors import Err
+
+K = TypeVar("K", bound=Hashable)
 
 
-def place_replicas(partitions: int, replication_factor: int, brokers: list[int], start: int = 0) -> dict[int, list[int]]:
+def place_replicas(partitions: int, replication_factor: int, brokers: list[int], start: int = 0,
+                   first: int = 0) -> dict[int, list[int]]:
     """Seed 001's placement: replica j of partition i on the ((i + j) mod n)-th broker, so leaders
-    (replica 0) spread evenly and each partition's replicas sit on distinct brokers."""
+    (replica 0) spread evenly and each partition's replicas sit on distinct brokers. `first` is the
+    first partition id to place: partitions added later (seed 003 H) continue the same rotation."""
     if replication_factor > len(brokers):
         raise ValueError(f"replication factor {replication_factor} > {len(brokers)} live brokers")
     b = sorted(brokers)
     n = len(b)
-    return {i: [b[(start + i + j) % n] for j in range(replication_factor)] for i in range(partitions)}
+    return {i: [b[(start + i + j) % n] for j in range(replication_factor)] for i in range(first, first + partitions)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +32,7 @@ class Election:
     unclean: bool = False
 
 
-def elect_leader(replicas: list[int], isr: tuple[int, ...], live: set[int], *, unclean_allowed: bool) -> Election:
+def elect_leader(replicas: Sequence[int], isr: tuple[int, ...], live: set[int], *, unclean_allowed: bool) -> Election:
     """Seed 003 (A): the new leader is the first live replica (in assignment order) that is in the ISR;
     only with unclean election enabled may a live replica outside the ISR take over (and the ISR
     restarts as just that leader); otherwise the partition goes offline."""
@@ -34,3 +44,49 @@ def elect_leader(replicas: list[int], isr: tuple[int, ...], live: set[int], *, u
         if live_any:
             return Election(live_any[0], (live_any[0],), unclean=True)
     return Election(-1, tuple(r for r in isr if r in live) or isr)
+
+
+class ElectionType(IntEnum):
+    """ElectLeaders' `election_type` (the protocol's numbers)."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+def requested_election(kind: ElectionType, replicas: Sequence[int], st: PartitionState,
+                       live: set[int]) -> tuple[Err, Election | None]:
+    """An election an operator asked for (ElectLeaders, or the preferred-election admin path).
+
+    Preferred: move leadership to the first assigned replica — only if it is alive and in the ISR,
+    so no committed data can be lost by the move. Unclean: only for a partition without a live
+    leader, the first live replica takes over even outside the ISR (the operator accepts loss)."""
+    if kind is ElectionType.PREFERRED:
+        pref = replicas[0] if replicas else -1
+        if st.leader == pref:
+            return Err.ELECTION_NOT_NEEDED, None
+        if pref not in live or pref not in st.isr:
+            return Err.PREFERRED_LEADER_NOT_AVAILABLE, None
+        return Err.NONE, Election(pref, tuple(r for r in st.isr if r in live))
+    if st.leader in live:
+        return Err.ELECTION_NOT_NEEDED, None
+    e = elect_leader(replicas, st.isr, live, unclean_allowed=True)
+    if e.leader == -1:
+        return Err.ELIGIBLE_LEADERS_NOT_AVAILABLE, None
+    return Err.NONE, e
+
+
+def imbalanced(partitions: Mapping[K, tuple[Sequence[int], PartitionState]], live: set[int],
+               percentage: int) -> list[K]:
+    """Kafka's automatic leader rebalance rule: for each live broker, the share of the partitions it
+    is preferred for but does not lead; above `percentage`, each of those partitions whose preferred
+    replica is in the ISR gets a preferred election. Returned in a stable order."""
+    by_pref: dict[int, list[K]] = {}
+    for k, (replicas, _) in partitions.items():
+        if replicas and replicas[0] in live:
+            by_pref.setdefault(replicas[0], []).append(k)
+    out: list[K] = []
+    for broker, keys in sorted(by_pref.items()):
+        not_led = [k for k in keys if partitions[k][1].leader != broker]
+        if keys and len(not_led) * 100 > percentage * len(keys):
+            out += [k for k in not_led if broker in partitions[k][1].isr]
+    return out

@@ -5,8 +5,15 @@ from __future__ import annotations
 CONTROLLER = "/controller"  # ephemeral: {"brokerid": id}
 CONTROLLER_EPOCH = "/controller_epoch"  # integer, incremented by each new controller
 BROKER_IDS = "/brokers/ids"  # ephemeral children: {"host", "port"}; czxid = broker epoch
-TOPICS = "/brokers/topics"  # /brokers/topics/<t>: {"partitions": {"0": [1,2,3], ...}}
+# /brokers/topics/<t>: {"partitions": {"0": [1,2,3], ...}, "adding_replicas": {...}, "removing_replicas": {...}}
+TOPICS = "/brokers/topics"
 ISR_CHANGE = "/isr_change_notification"
+
+# Admin requests (seed 003 paths 5 and 6): created by an operator, removed by the controller once done.
+REASSIGN = "/admin/partitions_reassigned"  # /<topic>/<partition>: {"replicas": [..]}
+PARTITIONS_ADD = "/admin/partitions_add"  # /<topic>/<partition>: {"replicas": [..]}
+# Not in the seed (it only names the preferred replica); Kafka's later path for the same request.
+PREFERRED_ELECTION = "/admin/preferred_replica_election"  # {"partitions": [{"topic", "partition"}, ...]}
 
 
 def broker(bid: int) -> str:
@@ -20,3 +27,7 @@ def topic(name: str) -> str:
 def partition_state(name: str, p: int) -> str:
     """{"leader", "leader_epoch", "isr", "controller_epoch"}, always written conditionally on version."""
     return f"{TOPICS}/{name}/partitions/{p}/state"
+
+
+def admin_entry(root: str, name: str, p: int) -> str:
+    return f"{root}/{name}/{p}"

@@ -7,39 +7,21 @@ Watches fire on kazoo's thread; `on_change` callbacks are expected to hop to the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
 
 from logbroker.coord import paths
+from logbroker.coord.model import PartitionState, ReplicaAssignment, assignment_from_json, assignment_to_json
+from logbroker.coord.store import StaleVersion, Watch
+
+__all__ = ["PartitionState", "ReplicaAssignment", "StaleVersion", "ZkStore"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionState:
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    controller_epoch: int
-
-    def to_json(self) -> bytes:
-        return json.dumps({"leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
-                           "controller_epoch": self.controller_epoch}).encode()
-
-    @classmethod
-    def from_json(cls, raw: bytes) -> PartitionState:
-        d = json.loads(raw)
-        return cls(int(d["leader"]), int(d["leader_epoch"]), tuple(int(x) for x in d["isr"]), int(d["controller_epoch"]))
-
-
-class StaleVersion(Exception):
-    """A conditional write lost: the znode changed since we read it."""
 
 
 class ZkStore:
@@ -81,7 +63,7 @@ class ZkStore:
         _, stat = self.zk.get(path)
         return int(stat.czxid)
 
-    def live_brokers(self, watch: Callable[[Any], None] | None = None) -> dict[int, tuple[str, int, int]]:
+    def live_brokers(self, watch: Watch | None = None) -> dict[int, tuple[str, int, int]]:
         """broker id -> (host, port, broker epoch)."""
         out = {}
         for child in self.zk.get_children(paths.BROKER_IDS, watch=watch):
@@ -115,7 +97,7 @@ class ZkStore:
             except BadVersionError:
                 continue
 
-    def controller(self, watch: Callable[[Any], None] | None = None) -> int | None:
+    def controller(self, watch: Watch | None = None) -> int | None:
         try:
             raw, _ = self.zk.get(paths.CONTROLLER, watch=watch)
             return int(json.loads(raw)["brokerid"])
@@ -131,17 +113,24 @@ class ZkStore:
             return 0
 
     # --- topics and partitions -----------------------------------------------------------------
-    def topics(self, watch: Callable[[Any], None] | None = None) -> list[str]:
+    def topics(self, watch: Watch | None = None) -> list[str]:
         return sorted(self.zk.get_children(paths.TOPICS, watch=watch))
 
-    def assignment(self, topic: str) -> dict[int, list[int]]:
-        raw, _ = self.zk.get(paths.topic(topic))
-        return {int(p): list(r) for p, r in json.loads(raw)["partitions"].items()}
+    def topic_assignment(self, topic: str) -> tuple[dict[int, ReplicaAssignment], int]:
+        """The topic znode and its version (the controller rewrites it conditionally: seed 003 F, H)."""
+        raw, stat = self.zk.get(paths.topic(topic))
+        return assignment_from_json(raw), int(stat.version)
+
+    def write_topic_assignment(self, topic: str, parts: dict[int, ReplicaAssignment], expected_version: int) -> int:
+        try:
+            return int(self.zk.set(paths.topic(topic), assignment_to_json(parts), version=expected_version).version)
+        except (BadVersionError, NoNodeError):
+            raise StaleVersion(paths.topic(topic)) from None
 
     def create_topic(self, topic: str, assignment: dict[int, list[int]]) -> bool:
         try:
-            self.zk.create(paths.topic(topic), json.dumps({"version": 1, "partitions": {
-                str(p): r for p, r in assignment.items()}}).encode())
+            self.zk.create(paths.topic(topic), assignment_to_json(
+                {p: ReplicaAssignment(tuple(r)) for p, r in assignment.items()}))
             return True
         except NodeExistsError:
             return False
@@ -164,3 +153,79 @@ class ZkStore:
             return int(stat.version)
         except (BadVersionError, NodeExistsError):
             raise StaleVersion(path) from None
+
+    # --- admin requests (seed 003 paths 5 and 6; Kafka's preferred-election path) -----------------
+    def admin_requests(self, root: str, watch: Watch | None = None) -> dict[tuple[str, int], list[int]]:
+        """Every `<root>/<topic>/<partition>` entry -> its replica list. The watch is set on the root,
+        on each topic node and on each entry, so a new entry and a changed one both wake the caller."""
+        self.zk.ensure_path(root)
+        out: dict[tuple[str, int], list[int]] = {}
+        for t in self.zk.get_children(root, watch=watch):
+            try:
+                children = self.zk.get_children(f"{root}/{t}", watch=watch)
+            except NoNodeError:
+                continue
+            for p in children:
+                try:
+                    raw, _ = self.zk.get(f"{root}/{t}/{p}", watch=watch)
+                    replicas = json.loads(raw)["replicas"]
+                    out[(t, int(p))] = [int(r) for r in replicas]
+                except NoNodeError:
+                    continue
+                except (ValueError, KeyError, TypeError) as e:
+                    log.warning("ignoring malformed admin request %s/%s/%s: %r", root, t, p, e)
+        return out
+
+    def put_admin_requests(self, root: str, entries: dict[tuple[str, int], list[int]]) -> None:
+        """Create or replace entries; the creations happen in one ZooKeeper transaction, so a
+        controller never sees half of a multi-partition request."""
+        for t in sorted({t for t, _ in entries}):
+            self.zk.ensure_path(f"{root}/{t}")
+        tx = self.zk.transaction()
+        updates = []
+        for (t, p), replicas in sorted(entries.items()):
+            data = json.dumps({"version": 1, "replicas": list(replicas)}).encode()
+            path = paths.admin_entry(root, t, p)
+            if self.zk.exists(path):
+                updates.append((path, data))
+            else:
+                tx.create(path, data)
+        for path, data in updates:
+            tx.set_data(path, data)
+        results = tx.commit()
+        failed = [r for r in results if isinstance(r, Exception)]
+        if failed:
+            raise StaleVersion(f"admin request under {root} raced with another writer: {failed[0]!r}")
+
+    def delete_admin_request(self, root: str, topic: str, p: int) -> None:
+        with contextlib.suppress(NoNodeError):
+            self.zk.delete(paths.admin_entry(root, topic, p))
+        with contextlib.suppress(NoNodeError, NotEmptyError):  # only once the topic has no entry left
+            self.zk.delete(f"{root}/{topic}")
+
+    def preferred_election_request(self, watch: Watch | None = None) -> list[tuple[str, int]] | None:
+        try:
+            raw, _ = self.zk.get(paths.PREFERRED_ELECTION, watch=watch)
+        except NoNodeError:
+            if watch is not None:
+                self.zk.exists(paths.PREFERRED_ELECTION, watch=watch)
+            return None
+        try:
+            return [(str(e["topic"]), int(e["partition"])) for e in json.loads(raw)["partitions"]]
+        except (ValueError, KeyError, TypeError) as e:
+            log.warning("ignoring malformed %s: %r", paths.PREFERRED_ELECTION, e)
+            return []
+
+    def put_preferred_election_request(self, parts: list[tuple[str, int]]) -> bool:
+        """False if an earlier request is still pending (as Kafka's tool refuses a second one)."""
+        self.zk.ensure_path("/admin")
+        try:
+            self.zk.create(paths.PREFERRED_ELECTION, json.dumps({"version": 1, "partitions": [
+                {"topic": t, "partition": p} for t, p in parts]}).encode())
+            return True
+        except NodeExistsError:
+            return False
+
+    def delete_preferred_election_request(self) -> None:
+        with contextlib.suppress(NoNodeError):
+            self.zk.delete(paths.PREFERRED_ELECTION)

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from logbroker.config import BrokerConfig
+from logbroker.core import admin
 from logbroker.core.clock import Clock
 from logbroker.core.metadata import BrokerEndpoint, MetadataCache, PartitionMeta
 from logbroker.core.partition import Partition, Role, TopicPartition
@@ -53,6 +55,15 @@ class Replication(Protocol):
 
     def accepts_produce(self, p: Partition) -> Err: ...
 
+    # the admin APIs that move replicas and leaders (their request/response shapes: core/admin.py)
+    def create_partitions(self, version: int, req: Any) -> Reply: ...
+
+    def elect_leaders(self, version: int, req: Any) -> Reply: ...
+
+    def alter_partition_reassignments(self, version: int, req: Any) -> Reply: ...
+
+    def list_partition_reassignments(self, version: int, req: Any) -> Reply: ...
+
 
 class BrokerCore:
     def __init__(self, config: BrokerConfig, clock: Clock) -> None:
@@ -63,7 +74,8 @@ class BrokerCore:
         self.purgatory = Purgatory()
         self.log_config = LogConfig(config.flush_messages, config.flush_ms, config.segment_bytes)
         self.producer_ids = ProducerIdAllocator(config.log_dirs / "producer-id-block", config.broker_id)
-        self.metadata.brokers[config.broker_id] = BrokerEndpoint(config.broker_id, config.advertised_host, config.advertised_port)
+        self.metadata.brokers[config.broker_id] = BrokerEndpoint(config.broker_id, config.advertised_host,
+                                                                 config.advertised_port)
         self.replication: Replication = Standalone(self)
         self.handlers: dict[int, Callable[[int, Any], Reply]] = {
             0: self.produce,
@@ -73,6 +85,10 @@ class BrokerCore:
             18: self.api_versions,
             19: self.create_topics,
             22: self.init_producer_id,
+            37: lambda v, r: self.replication.create_partitions(v, r),
+            43: lambda v, r: self.replication.elect_leaders(v, r),
+            45: lambda v, r: self.replication.alter_partition_reassignments(v, r),
+            46: lambda v, r: self.replication.list_partition_reassignments(v, r),
         }
 
     # --- partitions ----------------------------------------------------------------------------
@@ -93,6 +109,24 @@ class BrokerCore:
             p.hw = lg.read_hw_checkpoint()
             self.partitions[tp] = p
         return p
+
+    def remove_partition(self, tp: TopicPartition, *, delete: bool, aside: str | None = None) -> bool:
+        """Seed 003 stopReplica: stop serving `tp` here. Waiting produces and fetches complete at once
+        (NOT_LEADER_OR_FOLLOWER), the log is closed, and its directory is deleted (`delete`), renamed
+        to `<dir>.<aside>` so an operator can still look at it (`aside`), or left as it is."""
+        p = self.partitions.pop(tp, None)
+        if p is None:
+            return False
+        p.role = Role.NONE
+        self.purgatory.check()
+        p.log.flush()
+        p.log.write_hw_checkpoint(p.hw)
+        p.log.close()
+        if delete:
+            shutil.rmtree(p.log.dir, ignore_errors=True)
+        elif aside:
+            p.log.dir.rename(p.log.dir.with_name(f"{p.log.dir.name}.{aside}"))
+        return True
 
     def checkpoint(self) -> None:
         for p in self.partitions.values():
@@ -120,11 +154,7 @@ class BrokerCore:
 
     # --- Metadata ------------------------------------------------------------------------------
     def metadata_request(self, version: int, req: Any) -> Reply:
-        names: list[str]
-        if req.topics is None:
-            names = sorted(self.metadata.topics)
-        else:
-            names = [t.name for t in req.topics]
+        names: list[str] = sorted(self.metadata.topics) if req.topics is None else [t.name for t in req.topics]
         auto = self.config.auto_create_topics and (version < 4 or bool(req.allow_auto_topic_creation))
         topics = []
         for name in names:
@@ -290,7 +320,8 @@ class BrokerCore:
         wanted = [(t.topic, fp) for t in req.topics for fp in t.partitions]
 
         def build(final: bool) -> tuple[Body, int]:
-            total, responses = 0, {}
+            total = 0
+            responses: dict[str, list[dict[str, Any]]] = {}
             for topic, fp in wanted:
                 d, n = self._fetch_partition(topic, fp, replica_id, final)
                 total += n
@@ -431,6 +462,56 @@ class Standalone:
         if len(p.isr) < self.core.config.min_insync_replicas:
             return Err.NOT_ENOUGH_REPLICAS
         return Err.NONE
+
+    # --- admin APIs: one broker holds the only replica of everything ---------------------------------
+    def _count(self, topic: str) -> int:
+        return len(self.core.metadata.topics.get(topic, {}))
+
+    def create_partitions(self, version: int, req: Any) -> Reply:
+        me = self.core.config.broker_id
+        results: list[tuple[str, admin.Outcome]] = []
+        for topic, count, assignments in admin.create_partitions_requests(req):
+            have = self._count(topic)
+            if not have:
+                results.append((topic, (Err.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist")))
+            elif count <= have:
+                results.append((topic, (Err.INVALID_PARTITIONS, f"topic {topic!r} has {have} partitions")))
+            elif assignments is not None and any(a != [me] for a in assignments):
+                results.append((topic, (Err.INVALID_REPLICA_ASSIGNMENT, f"a standalone broker places only on [{me}]")))
+            else:
+                if not req.validate_only:
+                    for i in range(have, count):
+                        p = self.core.open_partition(TopicPartition(topic, i))
+                        self.core.become_standalone_leader(p)
+                        self.core.metadata.topics[topic][i] = PartitionMeta(me, p.leader_epoch, (me,), (me,))
+                results.append((topic, (Err.NONE, None)))
+        return Reply(version, admin.create_partitions_body(results))
+
+    def elect_leaders(self, version: int, req: Any) -> Reply:
+        _, keys = admin.elect_leaders_request(version, req)
+        if keys is None:  # every partition: none needs an election, so none is listed
+            return Reply(version, admin.elect_leaders_body({}))
+        results = {k: (Err.ELECTION_NOT_NEEDED, None) if k[1] < self._count(k[0])
+                   else (Err.UNKNOWN_TOPIC_OR_PARTITION, None) for k in keys}
+        return Reply(version, admin.elect_leaders_body(results))
+
+    def alter_partition_reassignments(self, version: int, req: Any) -> Reply:
+        wanted, allow = admin.reassignment_requests(version, req)
+        me = self.core.config.broker_id
+        results: dict[tuple[str, int], admin.Outcome] = {}
+        for (topic, p), target in wanted.items():
+            if p >= self._count(topic):
+                results[(topic, p)] = (Err.UNKNOWN_TOPIC_OR_PARTITION, None)
+            elif target is None:
+                results[(topic, p)] = (Err.NO_REASSIGNMENT_IN_PROGRESS, None)
+            elif target != [me]:
+                results[(topic, p)] = (Err.INVALID_REPLICA_ASSIGNMENT, f"a standalone broker can only place on [{me}]")
+            else:
+                results[(topic, p)] = (Err.NONE, None)  # already there
+        return Reply(version, admin.alter_reassignments_body(results, allow_rf_change=allow))
+
+    def list_partition_reassignments(self, version: int, req: Any) -> Reply:
+        return Reply(version, admin.list_reassignments_body({}))
 
 
 __all__ = ["APIS", "BrokerCore", "Reply", "Standalone", "Path"]

@@ -154,7 +154,7 @@ class Log:
 
     def batches(self) -> list[tuple[BatchHeader, bytes]]:
         """Every batch (header, raw bytes); for the dump tool and tests."""
-        out = []
+        out: list[tuple[BatchHeader, bytes]] = []
         for seg in self.segments:
             data = seg.read_all()
             out.extend((h, data[p : p + h.size]) for p, h in iter_batches(data, verify_crc=False))

@@ -11,7 +11,18 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse
+from kafka.protocol.admin import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
@@ -38,6 +49,12 @@ APIS: dict[int, Api] = {
         Api(18, "ApiVersions", ApiVersionsRequest, ApiVersionsResponse, 0, 3),
         Api(19, "CreateTopics", CreateTopicsRequest, CreateTopicsResponse, 2, 5),
         Api(22, "InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 4),
+        Api(37, "CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse, 0, 3),
+        Api(43, "ElectLeaders", ElectLeadersRequest, ElectLeadersResponse, 0, 2),
+        Api(45, "AlterPartitionReassignments", AlterPartitionReassignmentsRequest,
+            AlterPartitionReassignmentsResponse, 0, 1),
+        Api(46, "ListPartitionReassignments", ListPartitionReassignmentsRequest,
+            ListPartitionReassignmentsResponse, 0, 0),
     )
 }
 

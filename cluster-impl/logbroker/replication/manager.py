@@ -8,6 +8,10 @@
 - As leader: a follower that caught up joins the ISR through AlterIsr to the controller and counts
   for HW at once; a follower that lags longer than replica.lag.time.max.ms is dropped through
   AlterIsr, and only once the controller has committed it (KIP-497).
+- StopReplica (C): stop following and serving a replica the controller moved away, and delete it.
+  A LeaderAndIsr marked `full` lists every replica this broker hosts; any other local replica is
+  stopped and set aside as `<dir>.<controller epoch>.stray` (seed 003 C.3, E.4) — renamed, not
+  deleted, because a wrong delete cannot be undone and a stray costs only disk.
 - Bug switches change exactly one of these decisions each (`logbroker/bugs.py`).
 """
 
@@ -19,19 +23,20 @@ import zlib
 from typing import Any
 
 from logbroker.bugs import Bug
-from logbroker.controller.controller import Controller
+from logbroker.controller.controller import Controller, ControllerSettings
 from logbroker.controller.decisions import place_replicas
 from logbroker.coord.zk import ZkStore
-from logbroker.core.broker import BrokerCore
+from logbroker.core.broker import BrokerCore, Reply
 from logbroker.core.metadata import BrokerEndpoint, PartitionMeta
 from logbroker.core.partition import Partition, Role, TopicPartition
 from logbroker.log.batch import CorruptBatch
 from logbroker.protocol.errors import Err
+from logbroker.replication.admin_api import ControllerAdmin
 from logbroker.replication.rpc import Peers
 from logbroker.replication.truncation import truncation_offset
 
 log = logging.getLogger(__name__)
-STALE_CONTROLLER_EPOCH = 11
+STALE_CONTROLLER_EPOCH = int(Err.STALE_CONTROLLER_EPOCH)
 FETCH_WAIT_MS = 200
 
 
@@ -44,7 +49,13 @@ class ReplicaManager:
         self.zk = ZkStore(core.config.zookeeper_connect, core.config.zookeeper_session_timeout_ms)
         self.control = Peers()
         self.fetch_peers = Peers()
-        self.controller = Controller(self.bid, self.zk, self._send, unclean=core.config.unclean_leader_election)
+        cfg = core.config
+        self.controller = Controller(self.bid, self.zk, self._send, ControllerSettings(
+            unclean_leader_election=cfg.unclean_leader_election,
+            auto_leader_rebalance=cfg.auto_leader_rebalance,
+            leader_imbalance_check_interval_s=cfg.leader_imbalance_check_interval_s,
+            leader_imbalance_per_broker_percentage=cfg.leader_imbalance_per_broker_percentage))
+        self.admin = ControllerAdmin(core, self.controller)
         self.broker_epoch = -1
         self.controller_epoch = 0
         self.zk_versions: dict[TopicPartition, int] = {}
@@ -142,6 +153,8 @@ class ReplicaManager:
             return await self.controller.alter_isr(body)
         if kind == "offset_for_leader_epoch":
             return self.offset_for_leader_epoch(body)
+        if kind == "stop_replica":
+            return self.stop_replica(body)
         return {"error": int(Err.INVALID_REQUEST)}
 
     def _stale_controller(self, epoch: int) -> bool:
@@ -192,8 +205,53 @@ class ReplicaManager:
             else:
                 self.become_follower(p, int(m["leader"]), epoch)
             results.append({"topic": tp.topic, "partition": tp.partition, "error": 0})
+        if body.get("full"):
+            listed = {TopicPartition(m["topic"], int(m["partition"])) for m in body["partitions"]}
+            for tp in [tp for tp in self.core.partitions if tp not in listed]:
+                log.warning("%s: not assigned here any more; setting it aside", tp)
+                self._forget(tp)
+                self.core.remove_partition(tp, delete=False, aside=f"{self.controller_epoch}.stray")
         self.core.purgatory.check()
         return {"error": 0, "partitions": results}
+
+    def stop_replica(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Seed 003 C stopReplica: stop fetching and serving, delete the log if asked. An order that
+        carries an older leader epoch than ours is from before a change we already know of."""
+        if self._stale_controller(int(body["controller_epoch"])):
+            return {"error": STALE_CONTROLLER_EPOCH}
+        delete = bool(body.get("delete"))
+        results = []
+        for m in body["partitions"]:
+            tp = TopicPartition(m["topic"], int(m["partition"]))
+            p = self.core.partitions.get(tp)
+            epoch = int(m.get("leader_epoch", -1))
+            if p is not None and 0 <= epoch < p.leader_epoch and Bug.STALE_EPOCH_ACCEPTED not in self.bugs:
+                results.append({"topic": tp.topic, "partition": tp.partition, "error": int(Err.FENCED_LEADER_EPOCH)})
+                continue
+            self._forget(tp)
+            if p is not None:
+                self.core.remove_partition(tp, delete=delete)
+                log.info("%s: replica stopped%s (leader epoch %d)", tp, " and deleted" if delete else "", epoch)
+            results.append({"topic": tp.topic, "partition": tp.partition, "error": 0})
+        return {"error": 0, "partitions": results}
+
+    def _forget(self, tp: TopicPartition) -> None:
+        self._stop_fetcher(tp)
+        self.pending_isr.pop(tp, None)
+        self.zk_versions.pop(tp, None)
+
+    # --- admin APIs (answered by the controller; replication/admin_api.py) -----------------------
+    def create_partitions(self, version: int, req: Any) -> Reply:
+        return self.admin.create_partitions(version, req)
+
+    def elect_leaders(self, version: int, req: Any) -> Reply:
+        return self.admin.elect_leaders(version, req)
+
+    def alter_partition_reassignments(self, version: int, req: Any) -> Reply:
+        return self.admin.alter_partition_reassignments(version, req)
+
+    def list_partition_reassignments(self, version: int, req: Any) -> Reply:
+        return self.admin.list_partition_reassignments(version, req)
 
     # --- roles ---------------------------------------------------------------------------------
     def become_leader(self, p: Partition, epoch: int, isr: list[int]) -> None:

@@ -1,0 +1,88 @@
+"""The records the controller keeps in the metadata store, as plain values (no I/O).
+
+`PartitionState` is seed 003's LeaderAndISR znode; `ReplicaAssignment` is one partition's entry in
+the topic znode. They live apart from `zk.py` so the controller's rules, and later the simulation
+backend's in-memory store, can use them without importing kazoo.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+
+    def to_json(self) -> bytes:
+        return json.dumps({"leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
+                           "controller_epoch": self.controller_epoch}).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> PartitionState:
+        d = json.loads(raw)
+        return cls(int(d["leader"]), int(d["leader_epoch"]), tuple(int(x) for x in d["isr"]),
+                   int(d["controller_epoch"]))
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaAssignment:
+    """A partition's assigned replicas (AR, seed 003: the first is the preferred replica).
+
+    While a reassignment runs (seed 003 F), AR is the union of the original and the target replicas,
+    and — as KIP-455 later wrote into the topic znode — `adding`/`removing` say which is which. That
+    makes an interrupted reassignment resumable by the next controller: the target and the original
+    set are both recoverable from the store alone.
+    """
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def original(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+    @property
+    def target(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+    @property
+    def moving(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    def reassign_to(self, target: Sequence[int]) -> ReplicaAssignment:
+        """AR becomes target + the original replicas not in it; a second reassignment of a partition
+        that is still moving starts from its *original* replicas, so replicas that were only being
+        added (and are not in the new target) drop out at once."""
+        origin = self.original
+        full = tuple(dict.fromkeys([*target, *origin]))
+        return ReplicaAssignment(full, tuple(r for r in full if r not in origin),
+                                 tuple(r for r in full if r not in target))
+
+    def completed(self) -> ReplicaAssignment:
+        return ReplicaAssignment(self.target)
+
+
+def assignment_to_json(parts: dict[int, ReplicaAssignment]) -> bytes:
+    """The topic znode. `adding_replicas`/`removing_replicas` appear only while something moves."""
+    body: dict[str, object] = {"version": 2, "partitions": {str(p): list(a.replicas) for p, a in sorted(parts.items())}}
+    adding = {str(p): list(a.adding) for p, a in sorted(parts.items()) if a.adding}
+    removing = {str(p): list(a.removing) for p, a in sorted(parts.items()) if a.removing}
+    body["adding_replicas"] = adding
+    body["removing_replicas"] = removing
+    return json.dumps(body).encode()
+
+
+def assignment_from_json(raw: bytes) -> dict[int, ReplicaAssignment]:
+    d = json.loads(raw)
+    adding = d.get("adding_replicas") or {}
+    removing = d.get("removing_replicas") or {}
+    return {int(p): ReplicaAssignment(tuple(int(x) for x in r), tuple(int(x) for x in adding.get(p, ())),
+                                      tuple(int(x) for x in removing.get(p, ())))
+            for p, r in d["partitions"].items()}

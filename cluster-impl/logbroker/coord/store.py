@@ -1,0 +1,45 @@
+"""`MetadataStore`: what the controller needs from its coordination service, as a Protocol.
+
+`ZkStore` implements it on a real ZooKeeper. The controller is written against this Protocol, not
+against kazoo, so the deterministic simulation backend can hand it an in-memory store (DESIGN.md,
+"Simulation"). Every write that can race with another controller is conditional on a version and
+raises `StaleVersion` when it loses; `watch` callables fire once, on any thread, with no argument
+the controller relies on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from logbroker.coord.model import PartitionState, ReplicaAssignment
+
+Watch = Callable[[Any], None]
+
+
+class StaleVersion(Exception):
+    """A conditional write lost: the record changed since we read it."""
+
+
+class MetadataStore(Protocol):
+    def live_brokers(self, watch: Watch | None = None) -> dict[int, tuple[str, int, int]]: ...
+
+    def topics(self, watch: Watch | None = None) -> list[str]: ...
+
+    def topic_assignment(self, topic: str) -> tuple[dict[int, ReplicaAssignment], int]: ...
+
+    def write_topic_assignment(self, topic: str, parts: dict[int, ReplicaAssignment], expected_version: int) -> int: ...
+
+    def partition_state(self, topic: str, p: int) -> tuple[PartitionState, int] | None: ...
+
+    def write_partition_state(self, topic: str, p: int, state: PartitionState, expected_version: int | None) -> int: ...
+
+    def admin_requests(self, root: str, watch: Watch | None = None) -> dict[tuple[str, int], list[int]]: ...
+
+    def put_admin_requests(self, root: str, entries: dict[tuple[str, int], list[int]]) -> None: ...
+
+    def delete_admin_request(self, root: str, topic: str, p: int) -> None: ...
+
+    def preferred_election_request(self, watch: Watch | None = None) -> list[tuple[str, int]] | None: ...
+
+    def delete_preferred_election_request(self) -> None: ...
