@@ -39,6 +39,7 @@ class BrokerServer:
         self.server: asyncio.base_events.Server | None = None
         self._ticker: asyncio.Task[None] | None = None
         self.connections: set[asyncio.StreamWriter] = set()
+        self.handlers: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> None:
         cfg = self.core.config
@@ -59,6 +60,9 @@ class BrokerServer:
             self.server.close()
         for w in list(self.connections):
             w.close()
+        if self.handlers:  # let each handler see its closed connection and return, rather than be
+            # cancelled by asyncio.run's cleanup (which Python 3.11 logs as an error per connection)
+            await asyncio.wait(list(self.handlers), timeout=2)
         if self._ticker is not None:
             self._ticker.cancel()
         if self.server is not None:
@@ -67,6 +71,10 @@ class BrokerServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         self.connections.add(writer)
+        me = asyncio.current_task()
+        if me is not None:
+            self.handlers.add(me)
+            me.add_done_callback(self.handlers.discard)
         try:
             while True:
                 try:

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from logbroker.controller.channels import BrokerChannels, Send
 from logbroker.controller.decisions import elect_leader
 from logbroker.coord.model import PartitionState, ReplicaAssignment
 from logbroker.coord.store import MetadataStore, StaleVersion, Watch
@@ -24,7 +25,6 @@ from logbroker.protocol.errors import Err
 
 log = logging.getLogger(__name__)
 
-Send = Callable[[int, dict[str, Any]], Awaitable[dict[str, Any] | None]]
 Key = tuple[str, int]
 
 
@@ -76,6 +76,7 @@ class Controller:
         self.state: ControllerState | None = None
         self.lock = asyncio.Lock()
         self.ops = Operations(self)
+        self.channels = BrokerChannels(send)
         self._timers: list[asyncio.Task[None]] = []
         self._watches: dict[str, Watch] = {}
 
@@ -112,7 +113,7 @@ class Controller:
             for t in topics:
                 await self.load_topic(t)
             await self._elect_where_needed()
-            await self.broadcast(init=True, full=True)
+            self.broadcast(init=True, full=True)
             await self.ops.resume()
         self._timers = [asyncio.ensure_future(self._every(self.settings.reassignment_check_interval_s,
                                                           self.ops.reassignment_tick))]
@@ -124,6 +125,7 @@ class Controller:
         if self.state is not None:
             log.info("broker %d resigns as controller", self.broker_id)
         self.state = None
+        self.channels.close()
         for t in self._timers:
             t.cancel()
         self._timers = []
@@ -231,9 +233,10 @@ class Controller:
         return [{"id": b, "host": h, "port": port, "epoch": e}
                 for b, (h, port, e) in sorted(self.state.brokers.items())]
 
-    async def broadcast(self, *, init: bool = False, full: bool = False, only: Iterable[Key] | None = None,
+    def broadcast(self, *, init: bool = False, full: bool = False, only: Iterable[Key] | None = None,
                         to: list[int] | None = None) -> None:
-        """LeaderAndIsr to each live replica of the partitions, then UpdateMetadata to every live broker.
+        """LeaderAndIsr to each live replica of the partitions, then UpdateMetadata to every live broker
+        (queued: see `channels.py`; the store already holds the decision, so nothing waits here).
 
         `full`: the message lists *every* replica the broker hosts (seed 003 C.3 and E.4), so it may
         set aside local replicas that are not listed; such a message goes to every target broker,
@@ -243,27 +246,26 @@ class Controller:
         st = self.state
         keys = list(st.partitions) if only is None else list(only)
         targets = sorted(st.brokers) if to is None else [b for b in to if b in st.brokers]
-        sends = []
         for b in targets:
             parts = [self.partition_msg(t, p, st.partitions[(t, p)]) for t, p in keys
                      if (t, p) in st.partitions and b in st.partitions[(t, p)].replicas]
             if parts or full:
-                sends.append(self.send(b, {"type": "leader_and_isr", "controller_id": self.broker_id,
-                                           "controller_epoch": st.epoch, "init": init, "full": full,
-                                           "partitions": parts, "brokers": self._brokers_msg()}))
-        await asyncio.gather(*sends, return_exceptions=True)
-        await self.update_metadata()
+                self.channels.enqueue(b, {"type": "leader_and_isr", "controller_id": self.broker_id,
+                                          "controller_epoch": st.epoch, "init": init, "full": full,
+                                          "partitions": parts, "brokers": self._brokers_msg()})
+        self.update_metadata()
 
-    async def update_metadata(self) -> None:
+    def update_metadata(self) -> None:
         if self.state is None:
             return
         st = self.state
         msg = {"type": "update_metadata", "controller_id": self.broker_id, "controller_epoch": st.epoch,
                "brokers": self._brokers_msg(),
                "partitions": [self.partition_msg(t, p, i) for (t, p), i in st.partitions.items()]}
-        await asyncio.gather(*(self.send(b, msg) for b in sorted(st.brokers)), return_exceptions=True)
+        for b in sorted(st.brokers):
+            self.channels.enqueue(b, msg)
 
-    async def stop_replicas(self, targets: dict[int, list[Key]], *, delete: bool) -> None:
+    def stop_replicas(self, targets: dict[int, list[Key]], *, delete: bool) -> None:
         """Seed 003 C StopReplica: stop fetching and serving these replicas, and delete their logs
         if `delete`. Each partition carries its current leader epoch, so a broker can refuse an order
         older than what it already knows. A dead target is skipped: it is told the complete list of
@@ -271,16 +273,14 @@ class Controller:
         if self.state is None:
             return
         st = self.state
-        sends = []
         for b, keys in sorted(targets.items()):
             if b not in st.brokers or not keys:
                 continue
             parts = [{"topic": t, "partition": p,
                       "leader_epoch": st.partitions[(t, p)].state.leader_epoch if (t, p) in st.partitions else -1}
                      for t, p in keys]
-            sends.append(self.send(b, {"type": "stop_replica", "controller_id": self.broker_id,
-                                       "controller_epoch": st.epoch, "delete": delete, "partitions": parts}))
-        await asyncio.gather(*sends, return_exceptions=True)
+            self.channels.enqueue(b, {"type": "stop_replica", "controller_id": self.broker_id,
+                                      "controller_epoch": st.epoch, "delete": delete, "partitions": parts})
 
     # --- events --------------------------------------------------------------------------------
     async def on_brokers_changed(self) -> None:
@@ -291,16 +291,17 @@ class Controller:
             before = set(self.state.brokers)
             self.state.brokers = await self.store(self.zk.live_brokers, self.watch("brokers", self.on_brokers_changed))
             now = set(self.state.brokers)
+            self.channels.keep_only(now)
             if before != now:
                 log.info("controller: brokers %s -> %s", sorted(before), sorted(now))
             changed = await self._elect_where_needed()
             started = sorted(now - before)
             if changed:
-                await self.broadcast(only=changed)
+                self.broadcast(only=changed)
             if started:  # a (re)started broker learns all its partitions: it follows, truncates, catches up
-                await self.broadcast(to=started, full=True)
+                self.broadcast(to=started, full=True)
             elif not changed:
-                await self.update_metadata()
+                self.update_metadata()
         if self.state is not None and self.state.reassignments:
             await self.ops.reassignment_tick()
 
@@ -315,7 +316,7 @@ class Controller:
             for t in new:
                 keys += await self.load_topic(t)
             if keys:
-                await self.broadcast(only=keys)
+                self.broadcast(only=keys)
 
     async def alter_isr(self, req: dict[str, Any]) -> dict[str, Any]:
         """KIP-497: only the controller writes the ISR; the leader's request is checked against the
@@ -345,7 +346,7 @@ class Controller:
                      list(isr), leader)
             moving = key in self.state.reassignments
             reply = {"error": 0, **self.partition_msg(*key, info)}
-        await self.update_metadata()
+        self.update_metadata()
         if moving:  # seed 003 F: a new replica that joined the ISR may complete the move
             asyncio.ensure_future(self.ops.reassignment_tick([key]))
         return reply

@@ -129,7 +129,7 @@ class Operations:
         for p, asg in sorted(added.items()):
             await self.ctl.init_partition(topic, p, asg)
         log.info("topic %s: added partitions %s", topic, {p: r for p, r in sorted(new.items())})
-        await self.ctl.broadcast(only=[(topic, p) for p in new])
+        self.ctl.broadcast(only=[(topic, p) for p in new])
         return OK
 
     # --- elections ---------------------------------------------------------------------------
@@ -183,7 +183,7 @@ class Operations:
             results[key] = OK
             changed.append(key)
         if changed:
-            await self.ctl.broadcast(only=changed)
+            self.ctl.broadcast(only=changed)
         return results
 
     async def auto_rebalance(self) -> None:
@@ -292,9 +292,9 @@ class Operations:
             return Err.NOT_CONTROLLER, "lost the controller role"
         log.info("%s-%d: reassignment %s -> %s started (AR %s, adding %s, removing %s)", *key, list(before.replicas),
                  list(target), list(new.replicas), list(new.adding), list(new.removing))
-        await self.ctl.broadcast(only=[key])
+        self.ctl.broadcast(only=[key])
         if dropped:  # replicas an earlier, unfinished move was adding, and this one does not want
-            await self.ctl.stop_replicas({b: [key] for b in dropped}, delete=True)
+            self.ctl.stop_replicas({b: [key] for b in dropped}, delete=True)
         return OK
 
     async def reassignment_tick(self, keys: list[Key] | None = None) -> None:
@@ -313,14 +313,15 @@ class Operations:
             info = st.partitions.get(key)
             if key not in st.reassignments or info is None:
                 continue
-            new_state = completion_state(info.state, info.assignment, st.live, st.epoch)
+            target = st.reassignments[key]
+            new_state = completion_state(info.state, target, st.live, st.epoch)
             if new_state is None:
                 continue
-            removed = [r for r in info.assignment.replicas if r not in info.assignment.target]
+            removed = [r for r in info.assignment.replicas if r not in target]
             # leader and ISR inside the target first, then AR := target, then the request is gone
             if not await self.ctl.write(key[0], key[1], info, new_state):
                 return
-            info.assignment = info.assignment.completed()
+            info.assignment = info.assignment.completed(target)
             if not await self.ctl.write_assignment(key[0]):
                 return
             await self.ctl.store(self.ctl.zk.delete_admin_request, paths.REASSIGN, *key)
@@ -328,5 +329,5 @@ class Operations:
             log.info("%s-%d: reassignment to %s complete (leader %d, epoch %d, ISR %s); stopping %s", *key,
                      list(info.assignment.replicas), new_state.leader, new_state.leader_epoch, list(new_state.isr),
                      removed)
-            await self.ctl.broadcast(only=[key])
-            await self.ctl.stop_replicas({b: [key] for b in removed}, delete=True)
+            self.ctl.broadcast(only=[key])
+            self.ctl.stop_replicas({b: [key] for b in removed}, delete=True)

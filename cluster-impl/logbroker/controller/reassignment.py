@@ -2,7 +2,7 @@
 
 The life of one moving partition, driven by `controller/operations.py`:
 
-1. start: AR := target ∪ original (`ReplicaAssignment.reassign_to`) is written to the topic znode,
+1. start: AR := original ∪ target (`ReplicaAssignment.reassign_to`) is written to the topic znode,
    and the partition state gets a new leader epoch so that every replica — the new ones included —
    receives a LeaderAndIsr with the new AR; new replicas start fetching from the leader.
 2. wait: the leader adds each new replica to the ISR through AlterIsr once it has caught up
@@ -55,11 +55,11 @@ def start_state(st: PartitionState, new: ReplicaAssignment, live: Collection[int
     return PartitionState(leader, st.leader_epoch + 1, isr, controller_epoch)
 
 
-def completion_state(st: PartitionState, asg: ReplicaAssignment, live: Collection[int],
+def completion_state(st: PartitionState, target: Sequence[int], live: Collection[int],
                      controller_epoch: int) -> PartitionState | None:
     """Step 3, or None while it must wait: some target replica is not yet in the ISR, or no target
-    replica is a live ISR member that could lead."""
-    target = asg.target
+    replica is a live ISR member that could lead. A new leader is the first eligible replica in the
+    requested target order (its preferred replica first)."""
     if not all(r in st.isr for r in target):
         return None
     isr = tuple(r for r in st.isr if r in target)

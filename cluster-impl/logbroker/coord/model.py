@@ -57,15 +57,22 @@ class ReplicaAssignment:
         return bool(self.adding or self.removing)
 
     def reassign_to(self, target: Sequence[int]) -> ReplicaAssignment:
-        """AR becomes target + the original replicas not in it; a second reassignment of a partition
-        that is still moving starts from its *original* replicas, so replicas that were only being
-        added (and are not in the new target) drop out at once."""
+        """AR becomes the original replicas, in their order, then the new ones. A second reassignment
+        of a partition that is still moving starts from its *original* replicas, so replicas that were
+        only being added (and are not in the new target) drop out at once.
+
+        The original order is kept (not the target's) so that a cancelled move restores the same
+        preferred replica, and leadership does not shift while data is still being copied; the
+        target's own order is in the reassignment request and becomes AR when the move completes."""
         origin = self.original
-        full = tuple(dict.fromkeys([*target, *origin]))
+        full = tuple(dict.fromkeys([*origin, *target]))
         return ReplicaAssignment(full, tuple(r for r in full if r not in origin),
                                  tuple(r for r in full if r not in target))
 
-    def completed(self) -> ReplicaAssignment:
+    def completed(self, order: Sequence[int] | None = None) -> ReplicaAssignment:
+        """AR := the target, in the requested `order` when given."""
+        if order is not None and set(order) == set(self.target):
+            return ReplicaAssignment(tuple(order))
         return ReplicaAssignment(self.target)
 
 

@@ -307,38 +307,52 @@ class ReplicaManager:
         p.hw = min(p.hw, p.leo)
 
     async def _follow(self, p: Partition, leader: int, epoch: int) -> None:
-        try:
-            await self._truncate(p, leader, epoch)
-            while p.role is Role.FOLLOWER and p.leader_epoch == epoch:
+        """Truncate, then fetch until our role changes. An unexpected error is logged and the whole
+        thing starts over from truncation: a follower that silently stopped fetching would drop out
+        of the ISR for good and nobody would know why."""
+        while p.role is Role.FOLLOWER and p.leader_epoch == epoch:
+            try:
+                await self._fetch_from(p, leader, epoch)
+                return
+            except asyncio.CancelledError:
+                return
+            except Exception:
+                log.exception("%s: following %d at epoch %d failed; starting over", p.tp, leader, epoch)
                 try:
-                    part = await self.fetch_peers.get(leader).fetch(
-                        self.bid, p.tp.topic, p.tp.partition, p.leo, epoch, FETCH_WAIT_MS,
-                        timeout=FETCH_WAIT_MS / 1000 + 5)
-                except (ConnectionError, KeyError) as e:
-                    log.debug("%s: fetch from %d failed: %s", p.tp, leader, e)
-                    await asyncio.sleep(0.2)
-                    continue
-                if p.role is not Role.FOLLOWER or p.leader_epoch != epoch:
+                    await asyncio.sleep(1.0)
+                except asyncio.CancelledError:
                     return
-                if part.error_code == Err.OFFSET_OUT_OF_RANGE:
-                    await self._truncate(p, leader, epoch)
-                    continue
-                if part.error_code:
+
+    async def _fetch_from(self, p: Partition, leader: int, epoch: int) -> None:
+        await self._truncate(p, leader, epoch)
+        while p.role is Role.FOLLOWER and p.leader_epoch == epoch:
+            try:
+                part = await self.fetch_peers.get(leader).fetch(
+                    self.bid, p.tp.topic, p.tp.partition, p.leo, epoch, FETCH_WAIT_MS,
+                    timeout=FETCH_WAIT_MS / 1000 + 5)
+            except (ConnectionError, KeyError) as e:
+                log.debug("%s: fetch from %d failed: %s", p.tp, leader, e)
+                await asyncio.sleep(0.2)
+                continue
+            if p.role is not Role.FOLLOWER or p.leader_epoch != epoch:
+                return
+            if part.error_code == Err.OFFSET_OUT_OF_RANGE:
+                await self._truncate(p, leader, epoch)
+                continue
+            if part.error_code:
+                await asyncio.sleep(0.1)
+                continue
+            if part.records:
+                try:
+                    info = p.log.append_as_follower(part.records)
+                except CorruptBatch as e:
+                    log.warning("%s: bad fetch data from %d: %s", p.tp, leader, e)
                     await asyncio.sleep(0.1)
                     continue
-                if part.records:
-                    try:
-                        info = p.log.append_as_follower(part.records)
-                    except CorruptBatch as e:
-                        log.warning("%s: bad fetch data from %d: %s", p.tp, leader, e)
-                        await asyncio.sleep(0.1)
-                        continue
-                    if info is not None:
-                        for h in info.headers:
-                            p.producers.update(h)
-                p.hw = max(p.hw, min(int(part.high_watermark), p.leo))
-        except asyncio.CancelledError:
-            pass
+                if info is not None:
+                    for h in info.headers:
+                        p.producers.update(h)
+            p.hw = max(p.hw, min(int(part.high_watermark), p.leo))
 
     # --- leader --------------------------------------------------------------------------------
     def offset_for_leader_epoch(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,11 @@
 
 One connection per (peer, purpose), reopened on failure; every call has a timeout, and a failure
 is an exception the caller turns into a retry, never a hang.
+
+A call that is cancelled while its request is on the wire (a follower whose fetcher is stopped
+mid long-poll) closes the connection: its response would otherwise arrive later and be read as
+the answer to the *next* request on that connection. Every response's correlation id is checked
+for the same reason, and an answer that does not decode is a connection error, not a crash.
 """
 
 from __future__ import annotations
@@ -47,11 +52,18 @@ class PeerConnection:
             except (TimeoutError, OSError, asyncio.IncompleteReadError) as e:
                 self.close()
                 raise ConnectionError(f"{self.host}:{self.port}: {e!r}") from None
+            except asyncio.CancelledError:
+                self.close()  # the response is still coming: nobody may read it as theirs
+                raise
 
     async def call(self, body: dict[str, Any], timeout: float = 5.0) -> dict[str, Any]:
         corr = next(self._corr)
         frame = await self._roundtrip(internal.encode_request(corr, body), timeout)
-        got, reply = internal.decode_response(frame)
+        try:
+            got, reply = internal.decode_response(frame)
+        except (ValueError, struct.error) as e:
+            self.close()
+            raise ConnectionError(f"{self.host}:{self.port}: undecodable response: {e!r}") from None
         if got != corr:
             self.close()
             raise ConnectionError(f"{self.host}:{self.port}: correlation id {got} != {corr}")
@@ -68,8 +80,16 @@ class PeerConnection:
                                                         "partition_max_bytes": 4 << 20}]}]})
         req.with_header(correlation_id=corr, client_id="logbroker-replica")
         frame = await self._roundtrip(bytes(req.encode(header=True, framed=True)), timeout)
-        resp = FetchResponse.decode(frame, version=FETCH_VERSION, header=True)
-        return resp.responses[0].partitions[0]
+        (got,) = struct.unpack_from(">i", frame, 0) if len(frame) >= 4 else (None,)
+        if got != corr:
+            self.close()
+            raise ConnectionError(f"{self.host}:{self.port}: fetch correlation id {got} != {corr}")
+        try:
+            resp = FetchResponse.decode(frame, version=FETCH_VERSION, header=True)
+            return resp.responses[0].partitions[0]
+        except Exception as e:  # the codec raises assorted types on garbage
+            self.close()
+            raise ConnectionError(f"{self.host}:{self.port}: undecodable fetch response: {e!r}") from None
 
 
 class Peers:

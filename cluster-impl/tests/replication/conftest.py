@@ -21,14 +21,15 @@ def zookeeper(tmp_path: Path) -> Iterator[LocalZooKeeper]:
 
 
 def make_cluster(root: Path, zk: LocalZooKeeper, *, min_isr: int = 2, bugs: tuple[str, ...] = (),
-                 session_ms: int = 3000, lag_ms: int = 3000) -> list[BrokerProc]:
-    """Three brokers, ids 1..3, RF 3, short session and lag timeouts so failover is quick."""
+                 session_ms: int = 3000, lag_ms: int = 3000, n: int = 3, extra: tuple[str, ...] = ()) -> list[BrokerProc]:
+    """`n` brokers, ids 1..n, RF 3, short session and lag timeouts so failover is quick; `extra`
+    are more `key=value` broker configs."""
     brokers = []
-    for i in (1, 2, 3):
+    for i in range(1, n + 1):
         b = BrokerProc(root / f"b{i}", overrides=[
             f"broker.id={i}", f"zookeeper.connect={zk.connect}", f"zookeeper.session.timeout.ms={session_ms}",
             f"replica.lag.time.max.ms={lag_ms}", "default.replication.factor=3", f"min.insync.replicas={min_isr}",
-            "num.partitions=1", "auto.create.topics.enable=false"], bugs=list(bugs))
+            "num.partitions=1", "auto.create.topics.enable=false", *extra], bugs=list(bugs))
         brokers.append(b)
     for b in brokers:
         b.start()

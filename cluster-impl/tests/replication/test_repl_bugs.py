@@ -130,3 +130,36 @@ def test_stale_controller_epoch(tmp_path: Path, zookeeper, bug: bool) -> None:  
     finally:
         for b in brokers:
             b.kill()
+
+
+@pytest.mark.parametrize("bug", [False, True], ids=["correct", "stale-epoch-accepted"])
+def test_stale_controller_stop_replica(tmp_path: Path, zookeeper, bug: bool) -> None:  # type: ignore[no-untyped-def]
+    """A zombie controller (epoch 0) orders a follower to stop and delete its replica: refused, so the
+    replica keeps its data and stays in the ISR; the bug obeys and throws the replica away."""
+    import asyncio
+
+    brokers = make_cluster(tmp_path, zookeeper, bugs=("stale-epoch-accepted",) if bug else ())
+    try:
+        create(brokers, "d")
+        leader, _ = partition_meta(brokers, "d")
+        victim = next(i for i in (1, 2, 3) if i != leader)
+        b = brokers[victim - 1]
+        msg = {"type": "stop_replica", "controller_id": 99, "controller_epoch": 0, "delete": True,
+               "partitions": [{"topic": "d", "partition": 0, "leader_epoch": -1}]}
+
+        async def send() -> dict:  # type: ignore[type-arg]
+            c = PeerConnection("127.0.0.1", b.port)
+            try:
+                return await c.call(msg)
+            finally:
+                c.close()
+
+        reply = asyncio.run(send())
+        if bug:
+            assert reply["error"] == 0 and not (Path(b.data) / "d-0").exists(), "the zombie's order was obeyed"
+        else:
+            assert reply["error"] == Err.STALE_CONTROLLER_EPOCH and (Path(b.data) / "d-0").is_dir()
+            assert victim in partition_meta(brokers, "d")[1]
+    finally:
+        for b in brokers:
+            b.kill()

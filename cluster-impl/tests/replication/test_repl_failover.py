@@ -34,26 +34,32 @@ def wait_for(pred, timeout: float = 30, what: str = "condition"):  # type: ignor
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def partition_meta(cluster: list[BrokerProc], topic: str):  # type: ignore[no-untyped-def]
+def partition_meta(cluster: list[BrokerProc], topic: str, partition: int = 0):  # type: ignore[no-untyped-def]
+    """(leader, sorted ISR) of one partition as a client sees it."""
+    m = partition_md(cluster, topic, partition)
+    return (m.leader, sorted(m.isrs)) if m is not None else (-1, [])
+
+
+def partition_md(cluster: list[BrokerProc], topic: str, partition: int = 0):  # type: ignore[no-untyped-def]
+    """confluent-kafka's PartitionMetadata (leader, replicas, isrs), or None while there is none."""
     client = admin([b for b in cluster if b.alive()])
     md = client.list_topics(topic, timeout=10)
     parts = md.topics[topic].partitions if topic in md.topics else {}
-    if 0 not in parts:
-        return -1, []  # the controller has not elected a leader yet
-    return parts[0].leader, sorted(parts[0].isrs)
+    return parts.get(partition)  # None: the controller has not elected a leader yet
 
 
 def create(cluster: list[BrokerProc], topic: str) -> None:
+    """A topic with one partition and three replicas, once all of them are in sync."""
     from confluent_kafka.admin import NewTopic
 
     client = admin(cluster)  # keep the client alive until its futures resolve
-    wait_for(lambda: len(client.list_topics(timeout=10).brokers) == 3, what="all brokers registered")
+    wait_for(lambda: len(client.list_topics(timeout=10).brokers) == len(cluster), what="all brokers registered")
     for f in client.create_topics([NewTopic(topic, 1, 3)]).values():
         f.result(15)
-    wait_for(lambda: partition_meta(cluster, topic)[1] == [1, 2, 3], what="a full ISR")
+    wait_for(lambda: len(partition_meta(cluster, topic)[1]) == 3, what="a full ISR")
 
 
-def produce(cluster: list[BrokerProc], topic: str, values: range) -> tuple[list[int], list[str]]:
+def produce(cluster: list[BrokerProc], topic: str, values: range, partition: int = 0) -> tuple[list[int], list[str]]:
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": ",".join(b.bootstrap for b in cluster if b.alive()), "acks": "all",
@@ -61,15 +67,15 @@ def produce(cluster: list[BrokerProc], topic: str, values: range) -> tuple[list[
     acked: list[int] = []
     errors: list[str] = []
     for v in values:
-        p.produce(topic, str(v).encode(), partition=0,
+        p.produce(topic, str(v).encode(), partition=partition,
                   on_delivery=lambda e, m: errors.append(str(e)) if e else acked.append(int(m.value())))
         p.poll(0)
     p.flush(40)
     return acked, errors
 
 
-def committed_values(b: BrokerProc, topic: str) -> list[int]:
-    dump = dump_partition(Path(b.data) / f"{topic}-0")
+def committed_values(b: BrokerProc, topic: str, partition: int = 0) -> list[int]:
+    dump = dump_partition(Path(b.data) / f"{topic}-{partition}")
     hw = dump[0]["hw"]
     return [int(r["value"]) for r in dump[1:] if r["offset"] < hw]
 
