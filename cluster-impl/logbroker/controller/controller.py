@@ -172,10 +172,11 @@ class Controller:
             st, version = got
         self.state.partitions[(topic, p)] = PartitionInfo(asg, st, version)
 
-    async def _elect_where_needed(self) -> list[Key]:
-        """Seed 003 A: partitions whose leader is gone get a new one; dead replicas leave the ISR."""
+    async def _elect_where_needed(self, gone: set[int] | None = None) -> list[Key]:
+        """Seed 003 A: partitions whose leader is gone get a new one; dead replicas leave the ISR.
+        `gone`: registered brokers to treat as dead all the same (bounced ones, see below)."""
         assert self.state is not None
-        live = self.state.live
+        live = self.state.live - (gone or set())
         changed = []
         for (topic, p), info in self.state.partitions.items():
             st = info.state
@@ -284,18 +285,27 @@ class Controller:
 
     # --- events --------------------------------------------------------------------------------
     async def on_brokers_changed(self) -> None:
-        """Seed 003 A (failure) and E (start-up)."""
+        """Seed 003 A (failure) and E (start-up).
+
+        A broker that was killed and restarted within the session timeout may never be seen missing:
+        its new registration replaces the old one before we look. Its broker epoch (the znode's czxid)
+        has changed, though, and that is how we know (as Kafka's KIP-380 does): such a *bounced* broker
+        lost its in-memory state and maybe unflushed writes, so it is handled as a failure — it leaves
+        every ISR and leadership, where someone else can take over — and then as a start-up."""
         async with self.lock:
             if self.state is None:
                 return
-            before = set(self.state.brokers)
+            old = dict(self.state.brokers)
             self.state.brokers = await self.store(self.zk.live_brokers, self.watch("brokers", self.on_brokers_changed))
-            now = set(self.state.brokers)
-            self.channels.keep_only(now)
-            if before != now:
-                log.info("controller: brokers %s -> %s", sorted(before), sorted(now))
-            changed = await self._elect_where_needed()
-            started = sorted(now - before)
+            before, now = set(old), set(self.state.brokers)
+            bounced = {b for b in before & now if old[b][2] != self.state.brokers[b][2]}
+            self.channels.keep_only(now - bounced)
+            if before != now or bounced:
+                log.info("controller: brokers %s -> %s%s", sorted(before), sorted(now),
+                         f", restarted {sorted(bounced)}" if bounced else "")
+            changed = await self._elect_where_needed(gone=bounced) if bounced else []
+            changed += [k for k in await self._elect_where_needed() if k not in changed]
+            started = sorted((now - before) | bounced)
             if changed:
                 self.broadcast(only=changed)
             if started:  # a (re)started broker learns all its partitions: it follows, truncates, catches up

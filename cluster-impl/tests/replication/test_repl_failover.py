@@ -74,6 +74,11 @@ def produce(cluster: list[BrokerProc], topic: str, values: range, partition: int
     return acked, errors
 
 
+def values_in_log(b: BrokerProc, topic: str, partition: int = 0) -> list[int]:
+    """Every value in the replica's log, committed or not (a follower's HW trails the leader's)."""
+    return [int(r["value"]) for r in dump_partition(Path(b.data) / f"{topic}-{partition}")[1:]]
+
+
 def committed_values(b: BrokerProc, topic: str, partition: int = 0) -> list[int]:
     dump = dump_partition(Path(b.data) / f"{topic}-{partition}")
     hw = dump[0]["hw"]
@@ -136,3 +141,23 @@ def test_controller_sigkill_elects_a_higher_epoch_and_leaders_stay(cluster: list
         assert partition_meta(cluster, "c")[0] == leader_before
     acked, errors = produce(cluster, "c", range(50))
     assert errors == [] and len(acked) == 50
+
+
+def test_leader_killed_and_restarted_within_the_session_timeout_is_noticed(cluster: list[BrokerProc]) -> None:
+    """A bounce faster than zookeeper.session.timeout.ms: the new registration replaces the old one
+    before the controller looks, so only the changed broker epoch (czxid) tells. The partition must
+    get a working leader again, and the bounced broker must rejoin the ISR."""
+    create(cluster, "q")
+    acked, errors = produce(cluster, "q", range(100))
+    assert errors == [] and len(acked) == 100
+    leader, _ = partition_meta(cluster, "q")
+    cluster[leader - 1].kill()
+    cluster[leader - 1].start()  # well within the 3 s session
+    more, errors = produce(cluster, "q", range(100, 200))
+    assert errors == [] and len(more) == 100, "the partition is writable again"
+    wait_for(lambda: partition_meta(cluster, "q")[1] == [1, 2, 3], timeout=40, what="the bounced broker back in the ISR")
+    for b in cluster:
+        b.stop()
+    for b in cluster:
+        missing = set(acked + more) - set(values_in_log(b, "q"))
+        assert not missing, f"broker on {b.port} lacks {len(missing)} acknowledged values"
