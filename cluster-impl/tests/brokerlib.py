@@ -47,7 +47,8 @@ class BrokerProc:
 
     def start(self) -> BrokerProc:
         args = [sys.executable, "-m", "logbroker", "-o", f"log.dirs={self.data}",
-                "-o", f"listeners=PLAINTEXT://127.0.0.1:{self.port}", "--log-level", os.environ.get("LOGBROKER_TEST_LOG_LEVEL", "WARNING")]
+                "-o", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                "--log-level", os.environ.get("LOGBROKER_TEST_LOG_LEVEL", "WARNING")]
         for o in self.overrides:
             args += ["-o", o]
         for b in self.bugs:

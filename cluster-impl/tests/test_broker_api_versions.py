@@ -25,7 +25,8 @@ def request_body(key: int, version: int) -> dict[str, Any]:
     if key == 1:
         return {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
                 "session_id": 0, "session_epoch": -1,
-                "topics": [{"topic": TOPIC, "partitions": [{"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
+                "topics": [{"topic": TOPIC, "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                                                            "fetch_offset": 0,
                                                             "last_fetched_epoch": -1, "log_start_offset": -1,
                                                             "partition_max_bytes": 1 << 20}]}],
                 "forgotten_topics_data": [], "rack_id": ""}

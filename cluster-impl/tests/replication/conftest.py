@@ -21,7 +21,8 @@ def zookeeper(tmp_path: Path) -> Iterator[LocalZooKeeper]:
 
 
 def make_cluster(root: Path, zk: LocalZooKeeper, *, min_isr: int = 2, bugs: tuple[str, ...] = (),
-                 session_ms: int = 3000, lag_ms: int = 3000, n: int = 3, extra: tuple[str, ...] = ()) -> list[BrokerProc]:
+                 session_ms: int = 3000, lag_ms: int = 3000, n: int = 3,
+                 extra: tuple[str, ...] = ()) -> list[BrokerProc]:
     """`n` brokers, ids 1..n, RF 3, short session and lag timeouts so failover is quick; `extra`
     are more `key=value` broker configs."""
     brokers = []

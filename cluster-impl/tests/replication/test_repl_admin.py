@@ -155,7 +155,8 @@ def _fail_over_and_back(cluster: list[BrokerProc], broker: int, topics: list[str
         wait_for(lambda t=t: partition_meta(cluster, t)[0] not in (broker, -1), what=f"a new leader of {t}")
     cluster[broker - 1].start()
     for t in topics:
-        wait_for(lambda t=t: broker in partition_meta(cluster, t)[1], timeout=40, what=f"{broker} back in the ISR of {t}")
+        wait_for(lambda t=t: broker in partition_meta(cluster, t)[1], timeout=40,
+                 what=f"{broker} back in the ISR of {t}")
 
 
 def test_preferred_leader_election_by_api_and_by_admin_path(cluster: list[BrokerProc], zookeeper: Any) -> None:
@@ -211,7 +212,7 @@ def _all_acked_on(brokers: list[BrokerProc], replicas: list[int], topic: str, ac
     logged = {r: [int(x["value"]) for x in d[1:]] for r, d in dumps.items()}
     for r, got in logged.items():
         missing = acked - set(got)
-        assert not missing, f"replica on broker {r} lacks {len(missing)} acknowledged values, e.g. {sorted(missing)[:5]}"
+        assert not missing, f"replica on broker {r} lacks {len(missing)} acknowledged values: {sorted(missing)[:5]}"
     best = max(hws, key=lambda r: hws[r])
     assert not acked - set(logged[best][:hws[best]]), "acknowledged values above the high watermark"
     n = min(hws.values())

@@ -99,11 +99,23 @@ def test_local_isr_shrink(tmp_path: Path, zookeeper, bug: bool) -> None:  # type
             b.kill()
 
 
+def _call(b, msg: dict) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """One internal control request to broker `b`, as a (zombie) controller would send it."""
+    import asyncio
+
+    async def send() -> dict:  # type: ignore[type-arg]
+        c = PeerConnection("127.0.0.1", b.port)
+        try:
+            return await c.call(msg)
+        finally:
+            c.close()
+
+    return asyncio.run(send())
+
+
 @pytest.mark.parametrize("bug", [False, True], ids=["correct", "stale-epoch-accepted"])
 def test_stale_controller_epoch(tmp_path: Path, zookeeper, bug: bool) -> None:  # type: ignore[no-untyped-def]
     """A zombie controller (epoch 0 < the real one) tells a broker to lead: refused, or obeyed by the bug."""
-    import asyncio
-
     brokers = make_cluster(tmp_path, zookeeper, bugs=("stale-epoch-accepted",) if bug else ())
     try:
         create(brokers, "z")
@@ -113,15 +125,7 @@ def test_stale_controller_epoch(tmp_path: Path, zookeeper, bug: bool) -> None:  
         msg = {"type": "leader_and_isr", "controller_id": 99, "controller_epoch": 0, "init": False,
                "brokers": [], "partitions": [{"topic": "z", "partition": 0, "leader": victim, "leader_epoch": 99,
                                               "isr": [victim], "replicas": [1, 2, 3], "zk_version": 0}]}
-
-        async def send() -> dict:  # type: ignore[type-arg]
-            c = PeerConnection("127.0.0.1", b.port)
-            try:
-                return await c.call(msg)
-            finally:
-                c.close()
-
-        reply = asyncio.run(send())
+        reply = _call(b, msg)
         if bug:
             assert reply["error"] == 0, "the zombie controller's order was obeyed"
         else:
@@ -136,8 +140,6 @@ def test_stale_controller_epoch(tmp_path: Path, zookeeper, bug: bool) -> None:  
 def test_stale_controller_stop_replica(tmp_path: Path, zookeeper, bug: bool) -> None:  # type: ignore[no-untyped-def]
     """A zombie controller (epoch 0) orders a follower to stop and delete its replica: refused, so the
     replica keeps its data and stays in the ISR; the bug obeys and throws the replica away."""
-    import asyncio
-
     brokers = make_cluster(tmp_path, zookeeper, bugs=("stale-epoch-accepted",) if bug else ())
     try:
         create(brokers, "d")
@@ -146,15 +148,7 @@ def test_stale_controller_stop_replica(tmp_path: Path, zookeeper, bug: bool) -> 
         b = brokers[victim - 1]
         msg = {"type": "stop_replica", "controller_id": 99, "controller_epoch": 0, "delete": True,
                "partitions": [{"topic": "d", "partition": 0, "leader_epoch": -1}]}
-
-        async def send() -> dict:  # type: ignore[type-arg]
-            c = PeerConnection("127.0.0.1", b.port)
-            try:
-                return await c.call(msg)
-            finally:
-                c.close()
-
-        reply = asyncio.run(send())
+        reply = _call(b, msg)
         if bug:
             assert reply["error"] == 0 and not (Path(b.data) / "d-0").exists(), "the zombie's order was obeyed"
         else:

@@ -91,7 +91,8 @@ def test_leader_sigkill_new_leader_from_isr_and_every_acked_message_survives(clu
     assert errors == [] and len(acked) == 300
     leader, _ = partition_meta(cluster, "t")
     cluster[leader - 1].kill()
-    new_leader, isr = wait_for(lambda: (lambda m: m if m[0] not in (leader, -1) else None)(partition_meta(cluster, "t")),
+    new_leader, isr = wait_for(lambda: (lambda m: m if m[0] not in (leader, -1) else None)(
+                                   partition_meta(cluster, "t")),
                                what="a new leader")
     assert new_leader in (1, 2, 3) and new_leader != leader and leader not in isr
     more, errors = produce(cluster, "t", range(300, 400))
@@ -137,7 +138,8 @@ def test_controller_sigkill_elects_a_higher_epoch_and_leaders_stay(cluster: list
         what="a new controller")
     assert new_epoch > epoch and new_cid != cid
     if leader_before != cid:  # a partition led by a surviving broker keeps its leader
-        wait_for(lambda: partition_meta(cluster, "c")[1] == sorted({1, 2, 3} - {cid}), what="ISR without the dead broker")
+        wait_for(lambda: partition_meta(cluster, "c")[1] == sorted({1, 2, 3} - {cid}),
+                 what="ISR without the dead broker")
         assert partition_meta(cluster, "c")[0] == leader_before
     acked, errors = produce(cluster, "c", range(50))
     assert errors == [] and len(acked) == 50
@@ -155,7 +157,8 @@ def test_leader_killed_and_restarted_within_the_session_timeout_is_noticed(clust
     cluster[leader - 1].start()  # well within the 3 s session
     more, errors = produce(cluster, "q", range(100, 200))
     assert errors == [] and len(more) == 100, "the partition is writable again"
-    wait_for(lambda: partition_meta(cluster, "q")[1] == [1, 2, 3], timeout=40, what="the bounced broker back in the ISR")
+    wait_for(lambda: partition_meta(cluster, "q")[1] == [1, 2, 3], timeout=40,
+             what="the bounced broker back in the ISR")
     for b in cluster:
         b.stop()
     for b in cluster:
