@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from harness.errors import ChaosError
+from harness.errors import EXIT_INTERNAL, ChaosError
 
 #: command name -> ("module:attribute" of a click command or group, one-line help for `chaos --help`).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -65,6 +65,26 @@ def main(argv: list[str] | None = None) -> Any:
     except click.ClickException as e:
         e.show()
         sys.exit(3 if e.exit_code == 2 else e.exit_code)
+    except Exception as e:  # a bug of ours: never exit 1, which would read as "anomalies found"
+        where = _save_traceback()
+        click.echo(f"chaos: internal error ({type(e).__name__}: {e}); this is a harness bug, "
+                   f"the traceback is in {where}", err=True)
+        sys.exit(EXIT_INTERNAL)
+
+
+def _save_traceback() -> str:
+    import traceback
+
+    from harness.provision.state import chaos_home
+
+    try:
+        path = chaos_home() / "last-error.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(traceback.format_exc())
+        return str(path)
+    except OSError:
+        traceback.print_exc()
+        return "the output above"
 
 
 if __name__ == "__main__":

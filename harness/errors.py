@@ -9,6 +9,7 @@
     │   └── RemoteCommandError
     ├── HistoryError                exit 6   a history file is malformed
     └── Interrupted                 exit 130 Ctrl-C; healed and torn down, history kept
+    (any other exception)           exit 7   a bug in the harness: one sentence, the traceback in a file
 
 Verdict exit codes (not errors) are 0 valid, 1 anomalies found, 2 unknown/incomplete.
 Every message should tell the user what to do next.
@@ -19,6 +20,7 @@ from __future__ import annotations
 EXIT_VALID = 0
 EXIT_INVALID = 1
 EXIT_UNKNOWN = 2
+EXIT_INTERNAL = 7
 
 
 class ChaosError(Exception):

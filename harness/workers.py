@@ -98,6 +98,20 @@ class WorkerPool:
             return OpType.INFO, inv.value, {"error": f"{type(e).__name__}: {e}"}
 
 
+def _high_watermarks(client: QueueClient, keys: list[int], deadline: float) -> dict[int, int] | None:
+    """Each key's high watermark, asking again while leadership settles: a leader can still move
+    after the recovery wait (a reassignment finishing, a preferred election), and the client's
+    metadata catches up only after a NOT_LEADER answer."""
+    while True:
+        try:
+            return client.high_watermarks(keys)
+        except Exception as e:
+            if time.monotonic() > deadline:
+                log.warning("final drain: no high watermarks before the deadline: %s", e)
+                return None
+            time.sleep(0.5)
+
+
 def final_drain(history: HistoryWriter, bootstraps: list[str], spec: Any, process: int,
                 timeout_s: float = 60.0) -> bool:
     """A fresh process reads every key from offset 0 to its end; its ops carry `"final": true`.
@@ -110,7 +124,9 @@ def final_drain(history: HistoryWriter, bootstraps: list[str], spec: Any, proces
         client.assign(keys)
         history.append(process, OpType.OK, "assign", keys, final=True)
         deadline = time.monotonic() + timeout_s
-        ends = client.high_watermarks(keys)
+        ends = _high_watermarks(client, keys, deadline)
+        if ends is None:  # no leader answered in time: the drain is incomplete, the check says so
+            return False
         done: set[int] = {k for k, e in ends.items() if e <= 0}
         while len(done) < len(keys) and time.monotonic() < deadline:
             history.append(process, OpType.INVOKE, "poll", [["poll"]], final=True)

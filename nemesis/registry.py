@@ -12,6 +12,7 @@ from typing import Any
 from harness.errors import UsageError
 from nemesis.clock import ClockFamily
 from nemesis.kill import KillFamily
+from nemesis.move import MoveFamily
 from nemesis.partition import PartitionFamily
 from nemesis.pause import PauseFamily
 
@@ -20,6 +21,7 @@ FAMILIES: dict[str, Callable[[], Any]] = {
     "pause": PauseFamily,
     "clock": ClockFamily,
     "kill": KillFamily,
+    "move": MoveFamily,
 }
 
 #: plot label and colour per family (the `perf` of Jepsen's nemesis packages)
@@ -28,6 +30,7 @@ PERF: dict[str, dict[str, str]] = {
     "pause": {"label": "pause", "color": "#C5A0E9"},
     "clock": {"label": "clock skew", "color": "#A0C8E9"},
     "kill": {"label": "kill", "color": "#E9C3A0"},
+    "move": {"label": "move", "color": "#A0E9B4"},
 }
 
 #: families that need something only our node image has

@@ -299,6 +299,42 @@ class LogbrokerDB:
         raw = self._zk_get(f"/brokers/topics/{topic}/partitions/{partition}/state")
         return json.loads(raw) if raw else None
 
+    def assignment(self, topic: str, partition: int) -> dict | None:  # type: ignore[type-arg]
+        """The partition's entry in the topic znode: {"replicas", "adding", "removing"} (broker ids)."""
+        raw = self._zk_get(f"/brokers/topics/{topic}")
+        if not raw:
+            return None
+        d = json.loads(raw)
+        key = str(partition)
+        if key not in d.get("partitions", {}):
+            return None
+        return {"replicas": d["partitions"][key], "adding": (d.get("adding_replicas") or {}).get(key, []),
+                "removing": (d.get("removing_replicas") or {}).get(key, [])}
+
+    # --- operator requests, by the ZooKeeper admin paths of seed 003 (cluster-impl/README.md) ------
+    def request_reassignment(self, topic: str, partition: int, replicas: list[int]) -> None:
+        """Ask the controller to move a partition; it finishes (and deletes the request) on its own."""
+        from kazoo.exceptions import NodeExistsError
+
+        path = f"/admin/partitions_reassigned/{topic}/{partition}"
+        data = json.dumps({"version": 1, "replicas": replicas}).encode()
+        zk = self._client()
+        try:
+            zk.create(path, data, makepath=True)
+        except NodeExistsError:
+            zk.set(path, data)  # a move still under way is redirected, as Kafka does
+
+    def request_preferred_election(self, topic: str, partitions: list[int]) -> bool:
+        """False when an earlier request is still pending (the controller takes one at a time)."""
+        from kazoo.exceptions import NodeExistsError
+
+        body = {"version": 1, "partitions": [{"topic": topic, "partition": p} for p in partitions]}
+        try:
+            self._client().create("/admin/preferred_replica_election", json.dumps(body).encode(), makepath=True)
+            return True
+        except NodeExistsError:
+            return False
+
     def leader(self, topic: str, partition: int) -> Node | None:
         state = self.partition_state(topic, partition)
         if not state:

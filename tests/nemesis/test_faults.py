@@ -135,3 +135,45 @@ def test_an_exception_mid_fault_still_heals_everything(ctx: NemesisContext, tmp_
     ops = [json.loads(x) for x in (tmp_path / "history.jsonl").read_text().splitlines()]
     assert [o["f"] for o in ops] == ["start-partition", "heal"]
     assert all(o["process"] == "nemesis" and o["type"] == "info" for o in ops)
+
+
+def _wait(pred, timeout: float, what: str):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_move_reassigns_a_partition_then_elects_its_preferred_leader(ctx: NemesisContext) -> None:
+    """A real move on containers: replication factor 2 on 3 nodes, so the spare node gets a replica,
+    one old replica is deleted by StopReplica, and the preferred election hands it leadership."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": ctx.db.bootstrap_servers()})
+    for f in admin.create_topics([NewTopic("chaos", 1, 2)]).values():
+        f.result(30)
+    _wait(lambda: ctx.db.leader("chaos", 0), 30, "a leader")
+    before = ctx.db.assignment("chaos", 0)
+    assert before is not None and len(before["replicas"]) == 2
+    old_names = [ctx.db.node_by_broker_id(b).name for b in before["replicas"]]  # type: ignore[union-attr]
+    spare = next(n.name for n in ctx.nodes if n.name not in old_names)
+    order = [spare, old_names[0], old_names[1]]  # target: the spare (preferred) and the first old replica
+    fam, started = _run_fault(ctx, PlannedFault("move", "reassign", 0, 1, {"key": 0, "order": order}))
+    assert started["nodes"] == order[:2] and "error" not in started
+    target = started["replicas"]
+    _wait(lambda: (ctx.db.assignment("chaos", 0) or {}).get("replicas") == target
+          and not ctx.db.assignment("chaos", 0)["adding"], 60, "the move to finish")  # type: ignore[index]
+    _wait(lambda: sorted((ctx.db.partition_state("chaos", 0) or {}).get("isr", [])) == sorted(target), 30, "ISR")
+    gone = ctx.remotes[old_names[1]].exec(f"test -d {layout.BROKER_DATA}/chaos-0", check=False).exit_status
+    assert gone != 0, "the removed replica's log is deleted"
+    stopped = fam.stop(ctx, PlannedFault("move", "reassign", 0, 1, {"key": 0}), started)  # type: ignore[attr-defined]
+    assert stopped["assignment"]["replicas"] == target
+
+    fam, started = _run_fault(ctx, PlannedFault("move", "elect", 0, 1, {"key": 0}))
+    assert started["accepted"] is True
+    _wait(lambda: (lambda n: n is not None and n.name == spare)(ctx.db.leader("chaos", 0)), 30,
+          "the preferred replica to lead")
+    fam.heal(ctx)  # type: ignore[attr-defined]

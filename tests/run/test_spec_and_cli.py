@@ -52,3 +52,21 @@ def test_generator_is_a_pure_function_of_the_seed() -> None:
     assert take(5, 0) != take(6, 0) and take(5, 0) != take(5, 1)
     values = [inv.value[0][2] for w in range(4) for inv in take(5, w) if inv.f == "send"]
     assert len(values) == len(set(values)), "sent values are unique across workers"
+
+
+def test_an_unexpected_exception_is_one_sentence_and_exit_7_not_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A harness bug must never exit 1, which means "anomalies found"; the traceback goes to a file."""
+    from harness import cli
+
+    def boom(**_kw: object) -> None:
+        raise KeyError("no such thing")
+
+    monkeypatch.setenv("CHAOS_HOME", str(tmp_path))
+    monkeypatch.setattr(cli.cli, "main", boom)
+    with pytest.raises(SystemExit) as e:
+        cli.main(["check", "whatever"])
+    assert e.value.code == 7
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error (KeyError" in err and "Traceback" not in err
+    assert "Traceback" in (tmp_path / "last-error.txt").read_text()
