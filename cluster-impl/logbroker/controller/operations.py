@@ -62,6 +62,8 @@ class Operations:
             fresh = {p: r for p, r in new.items() if (topic, p) not in st.partitions}
             if fresh:
                 err, msg = await self._add_partitions(topic, fresh)
+                if self.ctl.state is None:
+                    return  # we lost the controller role: the request stays for the next controller
                 if err != Err.NONE:
                     log.warning("partition add for %s %s refused: %s (%s)", topic, sorted(fresh), err.name, msg)
             for p in new:  # done, refused or already there: the request is consumed either way
@@ -145,6 +147,8 @@ class Operations:
         if keys is None:
             return
         results = await self._elect(ElectionType.PREFERRED, keys)
+        if self.ctl.state is None:
+            return  # we lost the controller role: the request stays for the next controller
         refused = {f"{t}-{p}": e.name for (t, p), (e, _) in results.items()
                    if e not in (Err.NONE, Err.ELECTION_NOT_NEEDED)}
         if refused:
@@ -176,10 +180,11 @@ class Operations:
             if e.unclean:
                 log.warning("%s-%d: unclean leader election of %d requested by an operator", *key, e.leader)
             new = PartitionState(e.leader, info.state.leader_epoch + 1, e.isr, st.epoch)
+            before = info.state.leader
             if not await self.ctl.write(key[0], key[1], info, new):
                 results[key] = (Err.NOT_CONTROLLER, "lost the controller role")
                 break
-            log.info("%s-%d: %s election: leader %d -> %d", *key, kind.name.lower(), info.state.leader, e.leader)
+            log.info("%s-%d: %s election: leader %d -> %d", *key, kind.name.lower(), before, e.leader)
             results[key] = OK
             changed.append(key)
         if changed:
@@ -215,6 +220,8 @@ class Operations:
             if st.reassignments.get(key) == tuple(target):
                 continue  # already ours (we wrote it, or saw it before)
             err, msg = await self._start(key, target, allow_rf_change=True)
+            if self.ctl.state is None:
+                return  # we lost the controller role: the request stays for the next controller
             if err != Err.NONE:
                 log.warning("reassignment of %s-%d to %s refused: %s (%s)", *key, target, err.name, msg)
                 await self.ctl.store(self.ctl.zk.delete_admin_request, paths.REASSIGN, *key)

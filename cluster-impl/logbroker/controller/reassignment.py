@@ -22,14 +22,15 @@ from logbroker.protocol.errors import Err
 
 def validate_target(target: Sequence[int], current: ReplicaAssignment, state: PartitionState | None,
                     live: Collection[int], *, allow_rf_change: bool = True) -> tuple[Err, str | None]:
-    """Refuse what Kafka refuses: an empty or duplicated list, brokers that are not registered, a
+    """Refuse what Kafka refuses: an empty or duplicated list, new replicas on brokers that are not
+    registered (a replica the partition already has may be down: a cancel must still work), a
     replication-factor change when the caller forbade it — and (ours) a new target that would drop
     the current leader while no other live ISR member is left to take over."""
     if not target:
         return Err.INVALID_REPLICA_ASSIGNMENT, "the target replica list is empty"
     if len(set(target)) != len(target):
         return Err.INVALID_REPLICA_ASSIGNMENT, f"duplicate brokers in {list(target)}"
-    unknown = sorted(set(target) - set(live))
+    unknown = sorted(set(target) - set(live) - set(current.replicas))
     if unknown:
         return Err.INVALID_REPLICA_ASSIGNMENT, f"brokers {unknown} are not alive"
     if not allow_rf_change and len(target) != len(current.original):

@@ -103,6 +103,8 @@ def test_validate_target_refusals() -> None:
     assert validate_target([2, 9], asg, st_, live)[0] == Err.INVALID_REPLICA_ASSIGNMENT
     assert validate_target([2, 4], asg, st_, live, allow_rf_change=False)[0] == Err.INVALID_REPLICATION_FACTOR
     assert validate_target([4, 2, 3], asg, st_, live) == (Err.NONE, None)
+    assert validate_target([1, 2, 3], asg.reassign_to([4, 2, 3]), st_, {2, 3, 4}) == (Err.NONE, None), \
+        "cancelling back to a replica that is down is allowed"
 
 
 # --- elections ---------------------------------------------------------------------------------
