@@ -137,14 +137,20 @@ def test_an_exception_mid_fault_still_heals_everything(ctx: NemesisContext, tmp_
     assert all(o["process"] == "nemesis" and o["type"] == "info" for o in ops)
 
 
-def _wait(pred, timeout: float, what: str):  # type: ignore[no-untyped-def]
+def _wait(pred, timeout: float, what: str, ctx: NemesisContext | None = None):  # type: ignore[no-untyped-def]
+    """Poll until `pred()`; on a timeout, the brokers' replication log lines go into the failure."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         got = pred()
         if got:
             return got
         time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
+    logs = ""
+    for n in (ctx.nodes if ctx is not None else []):
+        tail = ctx.remotes[n.name].exec(  # type: ignore[union-attr]
+            f"grep -E 'chaos-0|controller|reassign|stop' {layout.BROKER_LOG} | grep -v kazoo | tail -25", check=False)
+        logs += f"\n--- {n.name}\n{tail.stdout}"
+    raise AssertionError(f"timed out waiting for {what}{logs}")
 
 
 def test_move_reassigns_a_partition_then_elects_its_preferred_leader(ctx: NemesisContext) -> None:
@@ -155,7 +161,7 @@ def test_move_reassigns_a_partition_then_elects_its_preferred_leader(ctx: Nemesi
     admin = AdminClient({"bootstrap.servers": ctx.db.bootstrap_servers()})
     for f in admin.create_topics([NewTopic("chaos", 1, 2)]).values():
         f.result(30)
-    _wait(lambda: ctx.db.leader("chaos", 0), 30, "a leader")
+    _wait(lambda: ctx.db.leader("chaos", 0), 30, "a leader", ctx)
     before = ctx.db.assignment("chaos", 0)
     assert before is not None and len(before["replicas"]) == 2
     old_names = [ctx.db.node_by_broker_id(b).name for b in before["replicas"]]  # type: ignore[union-attr]
@@ -165,15 +171,16 @@ def test_move_reassigns_a_partition_then_elects_its_preferred_leader(ctx: Nemesi
     assert started["nodes"] == order[:2] and "error" not in started
     target = started["replicas"]
     _wait(lambda: (ctx.db.assignment("chaos", 0) or {}).get("replicas") == target
-          and not ctx.db.assignment("chaos", 0)["adding"], 60, "the move to finish")  # type: ignore[index]
-    _wait(lambda: sorted((ctx.db.partition_state("chaos", 0) or {}).get("isr", [])) == sorted(target), 30, "ISR")
-    gone = ctx.remotes[old_names[1]].exec(f"test -d {layout.BROKER_DATA}/chaos-0", check=False).exit_status
-    assert gone != 0, "the removed replica's log is deleted"
+          and not ctx.db.assignment("chaos", 0)["adding"], 60, "the move to finish", ctx)  # type: ignore[index]
+    _wait(lambda: sorted((ctx.db.partition_state("chaos", 0) or {}).get("isr", [])) == sorted(target), 30, "ISR", ctx)
+    # StopReplica goes out after the move is recorded, so the deletion may trail it a little
+    _wait(lambda: ctx.remotes[old_names[1]].exec(f"test -d {layout.BROKER_DATA}/chaos-0", check=False).exit_status,
+          30, "the removed replica's log to be deleted", ctx)
     stopped = fam.stop(ctx, PlannedFault("move", "reassign", 0, 1, {"key": 0}), started)  # type: ignore[attr-defined]
     assert stopped["assignment"]["replicas"] == target
 
     fam, started = _run_fault(ctx, PlannedFault("move", "elect", 0, 1, {"key": 0}))
     assert started["accepted"] is True
     _wait(lambda: (lambda n: n is not None and n.name == spare)(ctx.db.leader("chaos", 0)), 30,
-          "the preferred replica to lead")
+          "the preferred replica to lead", ctx)
     fam.heal(ctx)  # type: ignore[attr-defined]
