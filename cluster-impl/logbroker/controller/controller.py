@@ -47,8 +47,8 @@ class PartitionInfo:
     version: int
 
     @property
-    def replicas(self) -> list[int]:
-        return list(self.assignment.replicas)
+    def replicas(self) -> tuple[int, ...]:
+        return self.assignment.replicas
 
 
 @dataclass
@@ -71,7 +71,6 @@ class Controller:
 
         self.broker_id = broker_id
         self.zk = zk
-        self.send = send
         self.settings = settings or ControllerSettings()
         self.state: ControllerState | None = None
         self.lock = asyncio.Lock()
@@ -226,8 +225,7 @@ class Controller:
     def partition_msg(self, topic: str, p: int, info: PartitionInfo) -> dict[str, Any]:
         st = info.state
         return {"topic": topic, "partition": p, "leader": st.leader, "leader_epoch": st.leader_epoch,
-                "isr": list(st.isr), "replicas": info.replicas, "adding_replicas": list(info.assignment.adding),
-                "removing_replicas": list(info.assignment.removing), "zk_version": info.version}
+                "isr": list(st.isr), "replicas": list(info.replicas), "zk_version": info.version}
 
     def _brokers_msg(self) -> list[dict[str, Any]]:
         assert self.state is not None
@@ -235,7 +233,7 @@ class Controller:
                 for b, (h, port, e) in sorted(self.state.brokers.items())]
 
     def broadcast(self, *, init: bool = False, full: bool = False, only: Iterable[Key] | None = None,
-                        to: list[int] | None = None) -> None:
+                  to: list[int] | None = None) -> None:
         """LeaderAndIsr to each live replica of the partitions, then UpdateMetadata to every live broker
         (queued: see `channels.py`; the store already holds the decision, so nothing waits here).
 

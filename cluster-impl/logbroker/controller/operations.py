@@ -267,7 +267,7 @@ class Operations:
         st = self.ctl.state
         if st is None:
             return None
-        moving = {k for k in st.reassignments} | {k for k, i in st.partitions.items() if i.assignment.moving}
+        moving = set(st.reassignments) | {k for k, i in st.partitions.items() if i.assignment.moving}
         wanted = moving if keys is None else moving & set(keys)
         return {k: st.partitions[k].assignment for k in sorted(wanted) if k in st.partitions}
 

@@ -77,7 +77,8 @@ class ReplicaAssignment:
 
 
 def assignment_to_json(parts: dict[int, ReplicaAssignment]) -> bytes:
-    """The topic znode. `adding_replicas`/`removing_replicas` appear only while something moves."""
+    """The topic znode. `adding_replicas`/`removing_replicas` list only the partitions that are moving
+    (empty maps otherwise, so a reader never has to tell "absent" from "nothing moves")."""
     body: dict[str, object] = {"version": 2, "partitions": {str(p): list(a.replicas) for p, a in sorted(parts.items())}}
     adding = {str(p): list(a.adding) for p, a in sorted(parts.items()) if a.adding}
     removing = {str(p): list(a.removing) for p, a in sorted(parts.items()) if a.removing}

@@ -216,16 +216,6 @@ class ZkStore:
             log.warning("ignoring malformed %s: %r", paths.PREFERRED_ELECTION, e)
             return []
 
-    def put_preferred_election_request(self, parts: list[tuple[str, int]]) -> bool:
-        """False if an earlier request is still pending (as Kafka's tool refuses a second one)."""
-        self.zk.ensure_path("/admin")
-        try:
-            self.zk.create(paths.PREFERRED_ELECTION, json.dumps({"version": 1, "partitions": [
-                {"topic": t, "partition": p} for t, p in parts]}).encode())
-            return True
-        except NodeExistsError:
-            return False
-
     def delete_preferred_election_request(self) -> None:
         with contextlib.suppress(NoNodeError):
             self.zk.delete(paths.PREFERRED_ELECTION)

@@ -215,14 +215,14 @@ class BrokerCore:
         return Reply(version, {"throttle_time_ms": 0, "topics": results})
 
     def create_local_topic(self, name: str, partitions: int) -> None:
-        """Standalone topic creation: open the partitions here and lead them at epoch 0."""
-        metas = {}
-        for i in range(partitions):
+        """Standalone topic creation, or growth to `partitions`: open the partitions it does not have
+        yet here, and lead them."""
+        metas = self.metadata.topics.setdefault(name, {})
+        for i in range(len(metas), partitions):
             p = self.open_partition(TopicPartition(name, i))
             self.become_standalone_leader(p)
             metas[i] = PartitionMeta(self.config.broker_id, p.leader_epoch, (self.config.broker_id,),
                                      (self.config.broker_id,))
-        self.metadata.topics[name] = metas
 
     def become_standalone_leader(self, p: Partition) -> None:
         p.role, p.leader_id = Role.LEADER, self.config.broker_id
@@ -467,6 +467,10 @@ class Standalone:
     def _count(self, topic: str) -> int:
         return len(self.core.metadata.topics.get(topic, {}))
 
+    def _only_here(self) -> admin.Outcome:
+        me = self.core.config.broker_id
+        return Err.INVALID_REPLICA_ASSIGNMENT, f"a standalone broker places replicas only on [{me}]"
+
     def create_partitions(self, version: int, req: Any) -> Reply:
         me = self.core.config.broker_id
         results: list[tuple[str, admin.Outcome]] = []
@@ -477,13 +481,10 @@ class Standalone:
             elif count <= have:
                 results.append((topic, (Err.INVALID_PARTITIONS, f"topic {topic!r} has {have} partitions")))
             elif assignments is not None and any(a != [me] for a in assignments):
-                results.append((topic, (Err.INVALID_REPLICA_ASSIGNMENT, f"a standalone broker places only on [{me}]")))
+                results.append((topic, self._only_here()))
             else:
                 if not req.validate_only:
-                    for i in range(have, count):
-                        p = self.core.open_partition(TopicPartition(topic, i))
-                        self.core.become_standalone_leader(p)
-                        self.core.metadata.topics[topic][i] = PartitionMeta(me, p.leader_epoch, (me,), (me,))
+                    self.core.create_local_topic(topic, count)
                 results.append((topic, (Err.NONE, None)))
         return Reply(version, admin.create_partitions_body(results))
 
@@ -505,7 +506,7 @@ class Standalone:
             elif target is None:
                 results[(topic, p)] = (Err.NO_REASSIGNMENT_IN_PROGRESS, None)
             elif target != [me]:
-                results[(topic, p)] = (Err.INVALID_REPLICA_ASSIGNMENT, f"a standalone broker can only place on [{me}]")
+                results[(topic, p)] = self._only_here()
             else:
                 results[(topic, p)] = (Err.NONE, None)  # already there
         return Reply(version, admin.alter_reassignments_body(results, allow_rf_change=allow))

@@ -54,10 +54,19 @@ def kafka_python_admin(cluster: list[BrokerProc]) -> Any:
     return KafkaAdminClient(bootstrap_servers=[b.bootstrap for b in cluster if b.alive()], request_timeout_ms=30000)
 
 
-def reassigning(cluster: list[BrokerProc]) -> dict[Any, Any]:
-    ka = kafka_python_admin(cluster)
+def reassigning(cluster: list[BrokerProc]) -> dict[Any, Any] | None:
+    """The ongoing moves, or None when the client could not ask (the controller is moving, a broker
+    is gone): callers poll, and a client error must not end the wait early."""
+    from kafka.errors import KafkaError
+
+    try:
+        ka = kafka_python_admin(cluster)
+    except KafkaError:
+        return None
     try:
         return dict(ka.list_partition_reassignments())
+    except KafkaError:
+        return None
     finally:
         ka.close()
 

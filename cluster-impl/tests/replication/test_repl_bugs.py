@@ -99,6 +99,14 @@ def test_local_isr_shrink(tmp_path: Path, zookeeper, bug: bool) -> None:  # type
             b.kill()
 
 
+def _follower_of_new_topic(brokers, topic: str):  # type: ignore[no-untyped-def]
+    """Create `topic` (RF 3) and return (id, process) of one of its followers: the zombie's target."""
+    create(brokers, topic)
+    leader, _ = partition_meta(brokers, topic)
+    victim = next(i for i in (1, 2, 3) if i != leader)
+    return victim, brokers[victim - 1]
+
+
 def _call(b, msg: dict) -> dict:  # type: ignore[no-untyped-def,type-arg]
     """One internal control request to broker `b`, as a (zombie) controller would send it."""
     import asyncio
@@ -118,10 +126,7 @@ def test_stale_controller_epoch(tmp_path: Path, zookeeper, bug: bool) -> None:  
     """A zombie controller (epoch 0 < the real one) tells a broker to lead: refused, or obeyed by the bug."""
     brokers = make_cluster(tmp_path, zookeeper, bugs=("stale-epoch-accepted",) if bug else ())
     try:
-        create(brokers, "z")
-        leader, isr = partition_meta(brokers, "z")
-        victim = next(i for i in (1, 2, 3) if i != leader)
-        b = brokers[victim - 1]
+        victim, b = _follower_of_new_topic(brokers, "z")
         msg = {"type": "leader_and_isr", "controller_id": 99, "controller_epoch": 0, "init": False,
                "brokers": [], "partitions": [{"topic": "z", "partition": 0, "leader": victim, "leader_epoch": 99,
                                               "isr": [victim], "replicas": [1, 2, 3], "zk_version": 0}]}
@@ -142,10 +147,7 @@ def test_stale_controller_stop_replica(tmp_path: Path, zookeeper, bug: bool) -> 
     replica keeps its data and stays in the ISR; the bug obeys and throws the replica away."""
     brokers = make_cluster(tmp_path, zookeeper, bugs=("stale-epoch-accepted",) if bug else ())
     try:
-        create(brokers, "d")
-        leader, _ = partition_meta(brokers, "d")
-        victim = next(i for i in (1, 2, 3) if i != leader)
-        b = brokers[victim - 1]
+        victim, b = _follower_of_new_topic(brokers, "d")
         msg = {"type": "stop_replica", "controller_id": 99, "controller_epoch": 0, "delete": True,
                "partitions": [{"topic": "d", "partition": 0, "leader_epoch": -1}]}
         reply = _call(b, msg)
