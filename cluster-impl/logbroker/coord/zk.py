@@ -77,25 +77,29 @@ class ZkStore:
 
     # --- controller ----------------------------------------------------------------------------
     def try_become_controller(self, bid: int) -> int | None:
-        """Create /controller; on success bump /controller_epoch and return the new epoch."""
-        try:
-            self.zk.create(paths.CONTROLLER, json.dumps({"version": 1, "brokerid": bid}).encode(), ephemeral=True)
-        except NodeExistsError:
-            return None
+        """Create /controller and bump /controller_epoch in one ZooKeeper transaction; the new epoch,
+        or None if another broker is controller. Atomic (as Kafka's later controller registration is)
+        so nobody can see the new controller with the old epoch, and a controller that dies between
+        the two writes cannot leave an epoch that no controller owns."""
+        me = json.dumps({"version": 1, "brokerid": bid}).encode()
         while True:
             try:
                 raw, stat = self.zk.get(paths.CONTROLLER_EPOCH)
-                epoch = int(raw) + 1
-                self.zk.set(paths.CONTROLLER_EPOCH, str(epoch).encode(), version=stat.version)
-                return epoch
+                epoch, version = int(raw) + 1, int(stat.version)
             except NoNodeError:
-                try:
-                    self.zk.create(paths.CONTROLLER_EPOCH, b"1")
-                    return 1
-                except NodeExistsError:
-                    continue
-            except BadVersionError:
-                continue
+                epoch, version = 1, -1
+            tx = self.zk.transaction()
+            tx.create(paths.CONTROLLER, me, ephemeral=True)
+            if version < 0:
+                tx.create(paths.CONTROLLER_EPOCH, b"1")
+            else:
+                tx.set_data(paths.CONTROLLER_EPOCH, str(epoch).encode(), version=version)
+            results = tx.commit()
+            if not any(isinstance(r, Exception) for r in results):
+                return epoch
+            if isinstance(results[0], NodeExistsError):
+                return None  # someone else won /controller
+            # the epoch moved under us (another broker won and lost meanwhile): read it again
 
     def controller(self, watch: Watch | None = None) -> int | None:
         try:

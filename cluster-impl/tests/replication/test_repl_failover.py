@@ -117,11 +117,11 @@ def _controller(zk_connect: str) -> tuple[int | None, int]:
     zk = KazooClient(hosts=zk_connect)
     zk.start(10)
     try:
-        epoch = int(zk.get("/controller_epoch")[0])
-        try:
+        try:  # /controller first: its epoch was written with it, so the epoch read after is as new
             cid = json.loads(zk.get("/controller")[0])["brokerid"]
         except NoNodeError:
             cid = None
+        epoch = int(zk.get("/controller_epoch")[0])
         return cid, epoch
     finally:
         zk.stop()
@@ -133,9 +133,8 @@ def test_controller_sigkill_elects_a_higher_epoch_and_leaders_stay(cluster: list
     cid, epoch = _controller(zookeeper.connect)
     leader_before, _ = partition_meta(cluster, "c")
     cluster[cid - 1].kill()
-    # a new controller creates /controller first and bumps /controller_epoch right after: wait for both
     new_cid, new_epoch = wait_for(
-        lambda: (lambda c: c if c[0] not in (cid, None) and c[1] != epoch else None)(_controller(zookeeper.connect)),
+        lambda: (lambda c: c if c[0] not in (cid, None) else None)(_controller(zookeeper.connect)),
         what="a new controller")
     assert new_epoch > epoch and new_cid != cid
     if leader_before != cid:  # a partition led by a surviving broker keeps its leader
