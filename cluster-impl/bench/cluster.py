@@ -11,6 +11,9 @@ Measures, in this order, on the same partition:
   replica leads again;
 - bounce: SIGKILL and immediate restart of the leader (well within the session timeout, so only the
   changed broker epoch tells the controller) until the first acknowledged produce.
+
+Then, on fresh three-broker clusters (`replication.py`): acks=all latency p50/p99 with 1, 40 and 160
+partitions, and ISR changes and shrinks per minute on the idle 160-partition cluster.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parents[1] / "tests"
 sys.path[:0] = [str(HERE), str(HERE / "replication")]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import replication  # noqa: E402
 from brokerlib import BrokerProc  # noqa: E402
 from zklib import LocalZooKeeper  # noqa: E402
 
@@ -140,6 +145,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, default=Path("bench-results/cluster-impl.json"))
     ap.add_argument("--messages", type=int, default=100_000)
+    ap.add_argument("--latency-partitions", type=int, nargs="*", default=[1, 40, 160])
+    ap.add_argument("--latency-messages", type=int, default=500)
+    ap.add_argument("--idle", type=float, default=60.0, help="idle seconds for the ISR stability row")
     args = ap.parse_args()
     from confluent_kafka.admin import NewTopic
 
@@ -166,6 +174,8 @@ def main() -> int:
             for b in brokers:
                 b.kill()
             zk.stop()
+    if args.latency_partitions:
+        res.update(replication.run(args.latency_partitions, args.latency_messages, args.idle))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({k: round(v, 2) for k, v in res.items()}, indent=2))
     for k, v in res.items():

@@ -24,6 +24,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--config", type=Path, help="a .properties file with Kafka-style keys")
     ap.add_argument("-o", "--override", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--bug", action="append", default=[], metavar="NAME", help="turn on a bug switch")
+    ap.add_argument("--list-bugs", action="store_true", help="print the bug switches, one per line, and exit")
     ap.add_argument("--log-level", default="INFO")
     return ap.parse_args(argv)
 
@@ -49,6 +50,11 @@ async def serve(core: BrokerCore) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.list_bugs:
+        from logbroker.bugs import Bug
+
+        print("\n".join(b.value for b in Bug))
+        return 0
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = load_config(args.config, args.override, args.bug)
@@ -60,9 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     if config.standalone:
         core.replication.start()  # type: ignore[attr-defined]
     else:
+        from logbroker.coord.zk import ZkStore
+        from logbroker.offload import in_worker_thread
         from logbroker.replication import attach  # cluster-impl II
 
-        attach(core)
+        # the process entry builds the real store and chooses threads for blocking calls; the
+        # replica manager and controller are handed both (a simulator hands a model and `inline`)
+        attach(core, ZkStore(config.zookeeper_connect, config.zookeeper_session_timeout_ms), in_worker_thread)
     asyncio.run(serve(core))
     return 0
 

@@ -35,7 +35,16 @@ DEFAULTS: dict[str, str] = {
     "auto.create.topics.enable": "true",
     "message.max.bytes": str(1024 * 1024 + 12),
     "socket.request.max.bytes": str(100 * 1024 * 1024),
+    "queued.max.request.bytes": str(100 * 1024 * 1024),
+    "connections.max.idle.ms": str(10 * 60 * 1000),
     "request.timeout.ms": "30000",
+    "offsets.topic.num.partitions": "50",
+    "offsets.topic.replication.factor": "3",
+    "offsets.commit.timeout.ms": "5000",
+    "offset.metadata.max.bytes": "4096",
+    "group.initial.rebalance.delay.ms": "3000",
+    "group.min.session.timeout.ms": "6000",
+    "group.max.session.timeout.ms": "1800000",
 }
 
 
@@ -68,7 +77,17 @@ class BrokerConfig:
     auto_create_topics: bool
     message_max_bytes: int
     socket_request_max_bytes: int
+    queued_max_request_bytes: int
+    connections_max_idle_ms: int
     bugs: frozenset[Bug] = field(default_factory=frozenset)
+    # consumer groups (logbroker/group/), Kafka's names and defaults
+    offsets_topic_num_partitions: int = 50
+    offsets_topic_replication_factor: int = 3
+    offsets_commit_timeout_ms: int = 5000
+    offset_metadata_max_bytes: int = 4096
+    group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
 
     @property
     def standalone(self) -> bool:
@@ -164,5 +183,14 @@ def from_mapping(v: Mapping[str, str], bugs: frozenset[Bug] = frozenset()) -> Br
         auto_create_topics=flag("auto.create.topics.enable"),
         message_max_bytes=num("message.max.bytes"),
         socket_request_max_bytes=num("socket.request.max.bytes"),
+        queued_max_request_bytes=max(num("queued.max.request.bytes"), num("socket.request.max.bytes")),
+        connections_max_idle_ms=num("connections.max.idle.ms"),
         bugs=bugs,
+        offsets_topic_num_partitions=num("offsets.topic.num.partitions"),
+        offsets_topic_replication_factor=num("offsets.topic.replication.factor"),
+        offsets_commit_timeout_ms=num("offsets.commit.timeout.ms"),
+        offset_metadata_max_bytes=num("offset.metadata.max.bytes"),
+        group_initial_rebalance_delay_ms=num("group.initial.rebalance.delay.ms"),
+        group_min_session_timeout_ms=num("group.min.session.timeout.ms"),
+        group_max_session_timeout_ms=num("group.max.session.timeout.ms"),
     )

@@ -6,7 +6,9 @@ then one line per record, `{"offset", "epoch", "value", "key", "crc", "timestamp
 is the partition leader epoch of its batch, `crc` the batch's CRC-32C and `value`/`key` the UTF-8
 text of the bytes (or base64 with `"value_b64": true` when not UTF-8). Only offsets below `hw`
 are committed. It reads the files directly, so it works on a stopped broker's data directory; a
-torn tail is reported (`"torn_bytes"`) but not repaired.
+torn tail is reported (`"torn_bytes"`) but not repaired. Internal topics (`__consumer_offsets`,
+the group coordinator's JSON records) are left out unless `--internal` is given: a run's checks read
+every dumped file as the workload's data.
 """
 
 from __future__ import annotations
@@ -72,13 +74,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="logbroker.dump", description=__doc__.split("\n")[0])
     ap.add_argument("--log-dirs", type=Path, default=Path("/var/lib/logbroker"))
     ap.add_argument("--out", type=Path, help="directory for the .jsonl files (default: stdout)")
+    ap.add_argument("--internal", action="store_true", help="dump internal topics (names starting __) too")
     args = ap.parse_args(argv)
     if not args.log_dirs.is_dir():
         print(f"logbroker.dump: {args.log_dirs} is not a directory", file=sys.stderr)
         return 2
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-    for d in sorted(p for p in args.log_dirs.iterdir() if p.is_dir() and p.name.rpartition("-")[2].isdigit()):
+    for d in sorted(p for p in args.log_dirs.iterdir() if p.is_dir() and p.name.rpartition("-")[2].isdigit()
+                    and (args.internal or not p.name.startswith("__"))):
         lines = "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in dump_partition(d))
         if args.out:
             (args.out / f"{d.name}.jsonl").write_text(lines)

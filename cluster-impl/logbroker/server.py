@@ -3,7 +3,14 @@
 Each connection handles one request at a time, in order (as Kafka does by muting a channel until
 its response is sent), so a waiting acks=all produce holds back only its own connection. A frame
 that is oversized, truncated or undecodable closes that connection and is logged; it never
-reaches the rest of the broker.
+reaches the rest of the broker (an undecodable ApiVersions is answered INVALID_REQUEST, as Kafka
+does, so a client learns why).
+
+Memory: a request's bytes are read as they arrive (a half-sent 100 MB frame holds only what was
+sent), and every frame reserves its size in a broker-wide budget (`queued.max.request.bytes`)
+before its body is read, released when its response is written; while the budget is spent, new
+frames wait unread (Kafka's memory pool). A connection with no bytes in for
+`connections.max.idle.ms` and no request being served is closed, half-sent frame and all.
 """
 
 from __future__ import annotations
@@ -23,10 +30,31 @@ from logbroker.protocol.apis import (
     encode_response,
     peek_head,
 )
+from logbroker.protocol.errors import Err
 
 log = logging.getLogger(__name__)
 
 TICK_S = 0.01
+CHUNK = 1 << 16
+
+
+class RequestMemory:
+    """Bytes of requests being read or served, broker-wide. A frame larger than what is left waits
+    until others finish; one frame always fits into an empty budget."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.used = limit, 0
+        self._freed = asyncio.Event()
+
+    async def acquire(self, n: int) -> None:
+        while self.used and self.used + n > self.limit:
+            self._freed.clear()
+            await self._freed.wait()
+        self.used += n
+
+    def release(self, n: int) -> None:
+        self.used -= n
+        self._freed.set()
 
 
 class ProtocolViolation(Exception):
@@ -40,6 +68,9 @@ class BrokerServer:
         self._ticker: asyncio.Task[None] | None = None
         self.connections: set[asyncio.StreamWriter] = set()
         self.handlers: set[asyncio.Task[Any]] = set()
+        self.memory = RequestMemory(core.config.queued_max_request_bytes)
+        self.last_active: dict[asyncio.StreamWriter, float] = {}  # connections not serving a request
+        self._next_sweep = 0.0
 
     async def start(self) -> None:
         cfg = self.core.config
@@ -52,8 +83,21 @@ class BrokerServer:
             await asyncio.sleep(TICK_S)
             try:
                 self.core.tick()
+                self._close_idle()
             except Exception:  # a timer bug must not stop the timers
                 log.exception("tick failed")
+
+    def _close_idle(self) -> None:
+        now = asyncio.get_running_loop().time()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + 1.0
+        idle = self.core.config.connections_max_idle_ms / 1000
+        for w, t in list(self.last_active.items()):
+            if now - t > idle:
+                log.info("closing connection from %s: idle for %.0f s", w.get_extra_info("peername"), now - t)
+                self.last_active.pop(w, None)
+                w.close()
 
     async def stop(self) -> None:
         if self.server is not None:
@@ -75,8 +119,10 @@ class BrokerServer:
         if me is not None:
             self.handlers.add(me)
             me.add_done_callback(self.handlers.discard)
+        loop = asyncio.get_running_loop()
         try:
             while True:
+                self.last_active[writer] = loop.time()
                 try:
                     size_b = await reader.readexactly(4)
                 except (asyncio.IncompleteReadError, ConnectionError):
@@ -84,14 +130,17 @@ class BrokerServer:
                 (size,) = struct.unpack(">i", size_b)
                 if size <= 0 or size > self.core.config.socket_request_max_bytes:
                     raise ProtocolViolation(f"frame size {size} out of bounds")
+                self.last_active[writer] = loop.time()
+                await self.memory.acquire(size)
                 try:
-                    frame = await reader.readexactly(size)
-                except asyncio.IncompleteReadError:
-                    raise ProtocolViolation("connection closed mid-frame") from None
-                out = await self._respond(frame)
-                if out is not None:
-                    writer.write(out)
-                    await writer.drain()
+                    frame = await self._read_frame(reader, writer, size)
+                    self.last_active.pop(writer, None)  # serving: never idle
+                    out = await self._respond(frame, peer)
+                    if out is not None:
+                        writer.write(out)
+                        await writer.drain()
+                finally:
+                    self.memory.release(size)
         except ProtocolViolation as e:
             log.warning("closing connection from %s: %s", peer, e)
         except ConnectionError:
@@ -100,7 +149,23 @@ class BrokerServer:
             log.exception("closing connection from %s after an internal error", peer)
         finally:
             self.connections.discard(writer)
+            self.last_active.pop(writer, None)
             writer.close()
+
+    async def _read_frame(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, size: int) -> bytes:
+        """The frame's bytes as they arrive; each chunk counts as activity for the idle timer."""
+        try:
+            if size <= CHUNK:
+                return await reader.readexactly(size)
+            buf = bytearray()
+            loop = asyncio.get_running_loop()
+            while len(buf) < size:
+                buf += await reader.readexactly(min(CHUNK, size - len(buf)))
+                if writer in self.last_active:
+                    self.last_active[writer] = loop.time()
+            return bytes(buf)
+        except asyncio.IncompleteReadError:
+            raise ProtocolViolation("connection closed mid-frame") from None
 
     async def _respond_internal(self, correlation_id: int, frame: bytes) -> bytes:
         handler = getattr(self.core.replication, "handle_internal", None)
@@ -113,7 +178,7 @@ class BrokerServer:
         reply = await handler(body)
         return internal.encode_response(correlation_id, reply)
 
-    async def _respond(self, frame: bytes) -> bytes | None:
+    async def _respond(self, frame: bytes, peer: Any = None) -> bytes | None:
         try:
             head = peek_head(frame)
         except ValueError as e:
@@ -132,8 +197,12 @@ class BrokerServer:
         try:
             request = decode_request(api, head.api_version, frame)
         except Exception as e:
+            if head.api_key == API_VERSIONS_KEY:  # KIP-511: tell the client, at v0, which it can always read
+                log.warning("undecodable ApiVersions v%d: %r; answering INVALID_REQUEST", head.api_version, e)
+                return encode_response(api, 0, head.correlation_id, api_versions_body(int(Err.INVALID_REQUEST)))
             raise ProtocolViolation(f"undecodable {api.name} v{head.api_version}: {e!r}") from None
-        reply: Reply = self.core.handle(head.api_key, head.api_version, request)
+        host = f"/{peer[0]}" if isinstance(peer, tuple) and peer else ""  # Kafka's form, "/127.0.0.1"
+        reply: Reply = self.core.handle(head.api_key, head.api_version, request, client_host=host)
         if reply.deferred is not None:
             fut: asyncio.Future[tuple[int, Any]] = asyncio.get_running_loop().create_future()
 

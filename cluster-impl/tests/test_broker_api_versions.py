@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from brokerlib import BrokerProc
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
+from logbroker.protocol import legacy
 from logbroker.protocol.apis import APIS, make_message
 from rawclient import RawClient, batch
 
@@ -42,6 +43,17 @@ def request_body(key: int, version: int) -> dict[str, Any]:
     if key == 19:
         return {"topics": [{"name": f"created-v{version}", "num_partitions": 1, "replication_factor": 1,
                             "assignments": [], "configs": []}], "timeout_ms": 5000, "validate_only": False}
+    if key == 20:  # each version deletes its own topic, made by the fixture
+        return {"topic_names": [f"doomed-v{version}"], "timeout_ms": 5000}
+    if key == 32:
+        return {"resources": [{"resource_type": 2, "resource_name": TOPIC, "configuration_keys": None}],
+                "include_synonyms": True, "include_documentation": False}
+    if key == 33:
+        return {"resources": [{"resource_type": 2, "resource_name": GROW, "configs": [
+            {"name": "min.insync.replicas", "value": "1"}]}], "validate_only": False}
+    if key == 44:
+        return {"resources": [{"resource_type": 2, "resource_name": GROW, "configs": [
+            {"name": "segment.bytes", "config_operation": 0, "value": str(1 << 20)}]}], "validate_only": False}
     if key == 22:
         return {"transactional_id": None, "transaction_timeout_ms": 60000, "producer_id": -1, "producer_epoch": -1}
     if key == 37:  # each version grows GROW by one more partition (versions run in order)
@@ -54,7 +66,94 @@ def request_body(key: int, version: int) -> dict[str, Any]:
                 "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "replicas": [1]}]}]}
     if key == 46:
         return {"timeout_ms": 5000, "topics": None}
+    group = f"{APIS[key].name}-v{version}"  # the group APIs: each version has a group of its own
+    if key == 8:  # a commit without a generation (a group with no members takes it)
+        return {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": -1,
+                "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "committed_offset": 7 + version,
+                                                           "committed_leader_epoch": -1, "committed_metadata": "m"}]}]}
+    if key == 9:
+        return {"group_id": group, "topics": [{"name": TOPIC, "partition_indexes": [0]}], "require_stable": False}
+    if key == 10:
+        return {"key": group, "key_type": 0, "coordinator_keys": [group]}
+    if key == 11:
+        return {"group_id": group, "session_timeout_ms": 6000, "rebalance_timeout_ms": 6000, "member_id": "",
+                "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b"sub"}]}
+    if key in (12, 13, 14):  # member_id, generation_id, assignments: from group_setup's JoinGroup
+        return {"group_id": group}
+    if key == 15:
+        return {"groups": [group], "include_authorized_operations": False}
+    if key == 16:
+        return {"states_filter": []}
     raise AssertionError(key)
+
+
+def join(c: RawClient, group: str) -> tuple[str, int]:
+    """A member of `group` (JoinGroup v1: no MEMBER_ID_REQUIRED round): (member id, generation)."""
+    req = make_message(APIS[11].request, 1, request_body(11, 1) | {"group_id": group})
+    resp = c.request(req, APIS[11].response)
+    assert resp.error_code == 0 and resp.leader == resp.member_id, resp
+    return resp.member_id, resp.generation_id
+
+
+def group_setup(c: RawClient, key: int, version: int) -> dict[str, Any]:
+    """What a group request at this version needs in place first; its fields that depend on it."""
+    group = f"{APIS[key].name}-v{version}"
+    if key in (8, 9, 11, 12, 13, 14, 15, 16):  # as a client does: find the coordinator (this creates
+        # __consumer_offsets the first time)
+        find = make_message(APIS[10].request, 0, {"key": group})
+        assert c.request(find, APIS[10].response).error_code == 0
+    if key == 9:
+        commit = make_message(APIS[8].request, 2, request_body(8, 2) | {"group_id": group})
+        assert c.request(commit, APIS[8].response).topics[0].partitions[0].error_code == 0
+    if key in (12, 13, 14, 15, 16):
+        member, generation = join(c, group)
+        fields: dict[str, Any] = {"member_id": member}
+        if key != 13:
+            fields["generation_id"] = generation
+        if key == 14:
+            fields["assignments"] = [{"member_id": member, "assignment": b"mine"}]
+        return fields
+    return {}
+
+
+def legacy_request(c: RawClient, key: int, version: int) -> Any:
+    """Produce v0-2 and Fetch v0-3 through kafka-python's old classes (magic 1 message sets), answered
+    in the shape of the current classes so the checks below apply."""
+    import struct
+    from types import SimpleNamespace
+
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+    def roundtrip(req: Any, resp_cls: Any) -> Any:
+        payload = struct.pack(">hhih", key, version, 7, 3) + b"old" + req.encode()
+        c.send_bytes(struct.pack(">i", len(payload)) + payload)
+        frame = c.recv_frame()
+        assert struct.unpack_from(">i", frame)[0] == 7
+        return resp_cls.decode(frame[4:])
+
+    if key == 0:
+        b = LegacyRecordBatchBuilder(magic=min(version, 1), compression_type=0, batch_size=1 << 20)
+        b.append(0, timestamp=None if version == 0 else 1_700_000_000_000, key=None, value=b"old%d" % version)
+        req = legacy._request_cls(0, version)(acks=1, timeout_ms=5000,
+                                               topic_data=[(TOPIC, [(0, bytes(b.build()))])])
+        resp = roundtrip(req, legacy._response_cls(0, version))
+        (name, [(index, err, base, *_)]) = resp.responses[0]
+        return SimpleNamespace(responses=[SimpleNamespace(partition_responses=[
+            SimpleNamespace(error_code=err, base_offset=base)])])
+    args: dict[str, Any] = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0,
+                            "topics": [(TOPIC, [(0, 0, 1 << 20)])]}
+    if version == 3:
+        args["max_bytes"] = 1 << 20
+    resp = roundtrip(legacy._request_cls(1, version)(**args), legacy._response_cls(1, version))
+    (topic, [(p, err, hw, records)]) = resp.responses[0]
+    from kafka.record.legacy_records import LegacyRecordBatch
+
+    assert records and records[16] == (0 if version < 2 else 1), ("down-converted to the old format", err, hw)
+    size = struct.unpack_from(">i", records, 8)[0]
+    first = next(iter(LegacyRecordBatch(records[: 12 + size], records[16])))  # one message at a time
+    assert first.offset == 0 and first.value == b"old0"
+    return SimpleNamespace(responses=[SimpleNamespace(partitions=[
+        SimpleNamespace(error_code=err, high_watermark=hw, records=records)])])
 
 
 CASES = [(a.key, v) for a in APIS.values() for v in range(a.min_version, a.max_version + 1)]
@@ -62,7 +161,8 @@ CASES = [(a.key, v) for a in APIS.values() for v in range(a.min_version, a.max_v
 
 @pytest.fixture(scope="module")
 def vbroker(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    b = BrokerProc(tmp_path_factory.mktemp("versions") / "data").start()
+    b = BrokerProc(tmp_path_factory.mktemp("versions") / "data",
+                   overrides=["group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=3"]).start()
     c = RawClient(b.bootstrap)
     create = make_message(APIS[19].request, 4, request_body(19, 4) | {
         "topics": [{"name": TOPIC, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}]})
@@ -70,6 +170,10 @@ def vbroker(tmp_path_factory: pytest.TempPathFactory) -> Any:
     grow = make_message(APIS[19].request, 4, request_body(19, 4) | {
         "topics": [{"name": GROW, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}]})
     assert c.request(grow, APIS[19].response).topics[0].error_code == 0
+    for v in range(APIS[20].min_version, APIS[20].max_version + 1):
+        doomed = make_message(APIS[19].request, 4, request_body(19, 4) | {"topics": [
+            {"name": f"doomed-v{v}", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}]})
+        assert c.request(doomed, APIS[19].response).topics[0].error_code == 0
     c.close()
     yield b
     b.kill()
@@ -80,7 +184,14 @@ def test_every_advertised_version_round_trips(vbroker: BrokerProc, key: int, ver
     api = APIS[key]
     c = RawClient(vbroker.bootstrap)
     try:
-        resp = c.request(make_message(api.request, version, request_body(key, version)), api.response)
+        if legacy.is_legacy(key, version):
+            resp = legacy_request(c, key, version)
+        else:
+            body = request_body(key, version)
+            extra = group_setup(c, key, version)
+            if key in (12, 13, 14):
+                body |= extra
+            resp = c.request(make_message(api.request, version, body), api.response)
     finally:
         c.close()
     if key == 0:
@@ -97,8 +208,15 @@ def test_every_advertised_version_round_trips(vbroker: BrokerProc, key: int, ver
         assert resp.error_code == 0 and {k.api_key for k in resp.api_keys} == set(APIS)
     elif key == 19:
         assert resp.topics[0].error_code == 0
+    elif key == 20:
+        assert resp.responses[0].error_code == 0 and resp.responses[0].name == f"doomed-v{version}"
     elif key == 22:
         assert resp.error_code == 0 and resp.producer_id >= 0
+    elif key == 32:
+        got = {c.name: c.value for c in resp.results[0].configs}
+        assert resp.results[0].error_code == 0 and got["cleanup.policy"] == "delete"
+    elif key in (33, 44):
+        assert resp.responses[0].error_code == 0, resp.responses[0].error_message
     elif key == 37:
         assert resp.results[0].error_code == 0
     elif key == 43:  # one broker: its only replica already leads
@@ -107,6 +225,29 @@ def test_every_advertised_version_round_trips(vbroker: BrokerProc, key: int, ver
         assert resp.error_code == 0 and resp.responses[0].partitions[0].error_code == 0
     elif key == 46:
         assert resp.error_code == 0 and list(resp.topics) == []
+    elif key == 8:
+        assert resp.topics[0].partitions[0].error_code == 0
+    elif key == 9:  # what group_setup committed (OffsetCommit v2: offset 9)
+        part = resp.topics[0].partitions[0]
+        assert getattr(resp, "error_code", 0) == 0 and part.error_code == 0 and part.committed_offset == 9
+    elif key == 10:
+        found = resp.coordinators[0] if version >= 4 else resp
+        assert found.error_code == 0 and found.node_id == 1 and found.port == vbroker.port
+    elif key == 11:  # v4+: a new member is first told its id (KIP-394)
+        if version >= 4:
+            assert resp.error_code == 79 and resp.member_id
+        else:
+            assert resp.error_code == 0 and resp.generation_id == 1 and resp.leader == resp.member_id
+    elif key == 12 or key == 13:
+        assert resp.error_code == 0
+    elif key == 14:
+        assert resp.error_code == 0 and resp.assignment == b"mine"
+    elif key == 15:
+        (g,) = resp.groups
+        assert g.error_code == 0 and g.group_state == "CompletingRebalance" and len(g.members) == 1
+        assert g.members[0].member_metadata == b"sub"
+    elif key == 16:
+        assert resp.error_code == 0 and f"ListGroups-v{version}" in {g.group_id for g in resp.groups}
 
 
 def test_unsupported_api_versions_version_gets_v0_error_and_our_ranges(vbroker: BrokerProc) -> None:

@@ -3,8 +3,9 @@ store, and tells brokers what to do (seed 003 A, B, D, E; KIP-497 for ISR change
 requests — partition add (H), reassignment (F), leader elections — are in `operations.py` and
 use the primitives here.
 
-Every store call runs in a worker thread (kazoo is blocking) and every decision runs on the
-broker's event loop, one at a time (`lock`), so the controller's view is never interleaved.
+Every store call runs through the `offload` it is handed (a worker thread for kazoo, which blocks;
+inline in a simulator) and every decision runs on the broker's event loop, one at a time (`lock`),
+so the controller's view is never interleaved.
 Partition state and topic writes are conditional on the znode version; a lost race means a newer
 controller exists, and this one steps down.
 """
@@ -14,63 +15,30 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from logbroker.controller.channels import BrokerChannels, Send
 from logbroker.controller.decisions import elect_leader
+from logbroker.controller.operations import Operations
+from logbroker.controller.state import ControllerSettings, ControllerState, Key, PartitionInfo
 from logbroker.coord.model import PartitionState, ReplicaAssignment
 from logbroker.coord.store import MetadataStore, StaleVersion, Watch
+from logbroker.offload import Offload
 from logbroker.protocol.errors import Err
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, int]
-
-
-@dataclass(frozen=True, slots=True)
-class ControllerSettings:
-    """The broker configs the controller obeys (Kafka's names in `logbroker/config.py`)."""
-
-    unclean_leader_election: bool = False
-    auto_leader_rebalance: bool = True
-    leader_imbalance_check_interval_s: float = 300.0
-    leader_imbalance_per_broker_percentage: int = 10
-    #: Seed 003 F: the reassignment agent also wakes up on its own, not only when notified.
-    reassignment_check_interval_s: float = 5.0
-
-
-@dataclass
-class PartitionInfo:
-    assignment: ReplicaAssignment
-    state: PartitionState
-    version: int
-
-    @property
-    def replicas(self) -> tuple[int, ...]:
-        return self.assignment.replicas
-
-
-@dataclass
-class ControllerState:
-    epoch: int
-    brokers: dict[int, tuple[str, int, int]] = field(default_factory=dict)  # id -> host, port, broker epoch
-    partitions: dict[Key, PartitionInfo] = field(default_factory=dict)
-    topic_versions: dict[str, int] = field(default_factory=dict)
-    reassignments: dict[Key, tuple[int, ...]] = field(default_factory=dict)  # partition -> target replicas
-
-    @property
-    def live(self) -> set[int]:
-        return set(self.brokers)
+__all__ = ["Controller", "ControllerSettings", "ControllerState", "Key", "PartitionInfo"]
 
 
 class Controller:
     def __init__(self, broker_id: int, zk: MetadataStore, send: Send,
-                 settings: ControllerSettings | None = None) -> None:
-        from logbroker.controller.operations import Operations
-
+                 settings: ControllerSettings | None = None, *, offload: Offload) -> None:
+        """`offload` runs each (blocking) store call: a worker thread in a real broker, inline in a
+        simulator (`logbroker/offload.py`)."""
         self.broker_id = broker_id
         self.zk = zk
+        self.offload = offload
         self.settings = settings or ControllerSettings()
         self.state: ControllerState | None = None
         self.lock = asyncio.Lock()
@@ -84,7 +52,7 @@ class Controller:
         return self.state is not None
 
     async def store(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+        return await self.offload(fn, *args)
 
     def watch(self, name: str, coro: Callable[[], Awaitable[None]]) -> Watch:
         """One callable per event kind: the store keeps watchers in a set, so re-arming with the same
@@ -143,6 +111,7 @@ class Controller:
         assert self.state is not None
         parts, version = await self.store(self.zk.topic_assignment, topic)
         self.state.topic_versions[topic] = version
+        self.state.topic_configs[topic] = await self.store(self.zk.topic_config, topic)
         added = []
         for p, asg in sorted(parts.items()):
             key = (topic, p)
@@ -185,7 +154,7 @@ class Controller:
                 isr = tuple(r for r in st.isr if r in live)
                 new = PartitionState(st.leader, st.leader_epoch + 1, isr, self.state.epoch)
             else:
-                e = elect_leader(info.replicas, st.isr, live, unclean_allowed=self.settings.unclean_leader_election)
+                e = elect_leader(info.replicas, st.isr, live, unclean_allowed=self.unclean_allowed(topic))
                 if e.leader == -1 and st.leader == -1:
                     continue
                 if e.unclean:
@@ -194,6 +163,11 @@ class Controller:
             if await self.write(topic, p, info, new):
                 changed.append((topic, p))
         return changed
+
+    def unclean_allowed(self, topic: str) -> bool:
+        """The topic's `unclean.leader.election.enable` override, else the broker setting."""
+        v = self.state.topic_configs.get(topic, {}).get("unclean.leader.election.enable") if self.state else None
+        return v.lower() == "true" if v is not None else self.settings.unclean_leader_election
 
     async def write(self, topic: str, p: int, info: PartitionInfo, new: PartitionState) -> bool:
         assert self.state is not None
@@ -259,7 +233,7 @@ class Controller:
             return
         st = self.state
         msg = {"type": "update_metadata", "controller_id": self.broker_id, "controller_epoch": st.epoch,
-               "brokers": self._brokers_msg(),
+               "brokers": self._brokers_msg(), "topic_configs": st.topic_configs,
                "partitions": [self.partition_msg(t, p, i) for (t, p), i in st.partitions.items()]}
         for b in sorted(st.brokers):
             self.channels.enqueue(b, msg)
@@ -280,6 +254,57 @@ class Controller:
                      for t, p in keys]
             self.channels.enqueue(b, {"type": "stop_replica", "controller_id": self.broker_id,
                                       "controller_epoch": st.epoch, "delete": delete, "partitions": parts})
+
+    # --- topic configs and deletion (admin APIs) ------------------------------------------------
+    async def set_topic_configs(self, changes: dict[str, dict[str, str]]) -> dict[str, tuple[Err, str | None]]:
+        """Store new overrides (already validated by the broker that took the request) and tell every
+        broker. Turning unclean election on may elect a leader for an offline partition at once."""
+        out: dict[str, tuple[Err, str | None]] = {}
+        async with self.lock:
+            if self.state is None:
+                return {t: (Err.NOT_CONTROLLER, "this broker is not the controller") for t in changes}
+            for topic, configs in changes.items():
+                if topic not in self.state.topic_versions:
+                    out[topic] = (Err.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist")
+                    continue
+                await self.store(self.zk.write_topic_config, topic, configs)
+                self.state.topic_configs[topic] = dict(configs)
+                out[topic] = (Err.NONE, None)
+            changed = await self._elect_where_needed()
+            if changed:
+                self.broadcast(only=changed)
+            else:
+                self.update_metadata()
+        return out
+
+    async def delete_topic(self, topic: str) -> tuple[Err, str | None]:
+        """Seed 003 B.2: remove the topic's znodes, then StopReplica with delete to every replica.
+        Refused while a replica's broker is down: it would keep its old log, and a new topic of the
+        same name would find that log under its own name (there are no topic ids here)."""
+        async with self.lock:
+            st = self.state
+            if st is None:
+                return Err.NOT_CONTROLLER, "this broker is not the controller"
+            if topic not in st.topic_versions:
+                return Err.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist"
+            keys = [k for k in st.partitions if k[0] == topic]
+            targets: dict[int, list[Key]] = {}
+            for k in keys:
+                for r in st.partitions[k].replicas:
+                    targets.setdefault(r, []).append(k)
+            down = sorted(set(targets) - st.live)
+            if down:
+                return Err.REPLICA_NOT_AVAILABLE, f"brokers {down} hold replicas and are offline; delete when back"
+            await self.store(self.zk.delete_topic, topic)
+            self.stop_replicas(targets, delete=True)
+            for k in keys:
+                del st.partitions[k]
+                st.reassignments.pop(k, None)
+            st.topic_versions.pop(topic, None)
+            st.topic_configs.pop(topic, None)
+            log.info("topic %s deleted (%d partitions)", topic, len(keys))
+            self.update_metadata()
+        return Err.NONE, None
 
     # --- events --------------------------------------------------------------------------------
     async def on_brokers_changed(self) -> None:

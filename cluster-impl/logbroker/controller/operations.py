@@ -17,16 +17,13 @@ from __future__ import annotations
 import logging
 import zlib
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from logbroker.controller.decisions import ElectionType, imbalanced, place_replicas, requested_election
 from logbroker.controller.reassignment import completion_state, start_state, validate_target
+from logbroker.controller.state import ControllerPrimitives, Key
 from logbroker.coord import paths
 from logbroker.coord.model import PartitionState, ReplicaAssignment
 from logbroker.protocol.errors import Err
-
-if TYPE_CHECKING:
-    from logbroker.controller.controller import Controller, Key
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +32,9 @@ OK: Outcome = (Err.NONE, None)
 
 
 class Operations:
-    def __init__(self, ctl: Controller) -> None:
+    """Operator requests, written against `ControllerPrimitives` (state.py), not `Controller`."""
+
+    def __init__(self, ctl: ControllerPrimitives) -> None:
         self.ctl = ctl
 
     async def resume(self) -> None:

@@ -8,6 +8,7 @@ BROKER_IDS = "/brokers/ids"  # ephemeral children: {"host", "port"}; czxid = bro
 # /brokers/topics/<t>: {"partitions": {"0": [1,2,3], ...}, "adding_replicas": {...}, "removing_replicas": {...}}
 TOPICS = "/brokers/topics"
 ISR_CHANGE = "/isr_change_notification"
+CONFIG_TOPICS = "/config/topics"  # /<t>: {"version": 1, "config": {key: value}}, Kafka's layout
 
 # Admin requests (seed 003 paths 5 and 6): created by an operator, removed by the controller once done.
 REASSIGN = "/admin/partitions_reassigned"  # /<topic>/<partition>: {"replicas": [..]}
@@ -31,3 +32,7 @@ def partition_state(name: str, p: int) -> str:
 
 def admin_entry(root: str, name: str, p: int) -> str:
     return f"{root}/{name}/{p}"
+
+
+def topic_config(name: str) -> str:
+    return f"{CONFIG_TOPICS}/{name}"

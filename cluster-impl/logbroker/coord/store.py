@@ -1,4 +1,5 @@
-"""`MetadataStore`: what the controller needs from its coordination service, as a Protocol.
+"""`MetadataStore`: what the controller needs from its coordination service, as a Protocol;
+`BrokerRegistry`: what the replica manager needs for itself; `ClusterStore`: both.
 
 `ZkStore` implements it on a real ZooKeeper. The controller is written against this Protocol, not
 against kazoo, so the deterministic simulation backend can hand it an in-memory store (DESIGN.md,
@@ -43,3 +44,42 @@ class MetadataStore(Protocol):
     def preferred_election_request(self, watch: Watch | None = None) -> list[tuple[str, int]] | None: ...
 
     def delete_preferred_election_request(self) -> None: ...
+
+    def topic_config(self, topic: str) -> dict[str, str]: ...
+
+    def write_topic_config(self, topic: str, configs: dict[str, str]) -> None: ...
+
+    def delete_topic(self, topic: str) -> None: ...
+
+
+class BrokerRegistry(Protocol):
+    """What a broker needs of the coordination service for itself: a session, its registration, the
+    controller lock, and topic creation (seed 003 B, E). Session listeners get the session's state
+    name ("LOST" matters: the registration and any controller lock are gone) on any thread."""
+
+    session_listeners: list[Callable[[str], None]]
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def register_broker(self, bid: int, host: str, port: int) -> int:
+        """Register this broker; returns its broker epoch (KIP-380)."""
+        ...
+
+    def controller(self, watch: Watch | None = None) -> int | None:
+        """The current controller's id, None when there is none (the watch fires on a change)."""
+        ...
+
+    def try_become_controller(self, bid: int) -> int | None:
+        """Take the controller lock; the new controller epoch, or None when someone else has it."""
+        ...
+
+    def create_topic(self, topic: str, assignment: dict[int, list[int]], configs: dict[str, str] | None = None) -> bool:
+        """Write a new topic's configs and assignment; False if it exists."""
+        ...
+
+
+class ClusterStore(MetadataStore, BrokerRegistry, Protocol):
+    """Everything a clustered broker is handed (the replica manager and its controller): `ZkStore`
+    on a real ZooKeeper, a model in a simulator."""

@@ -21,6 +21,10 @@ from logbroker.coord.store import StaleVersion, Watch
 
 __all__ = ["PartitionState", "ReplicaAssignment", "StaleVersion", "ZkStore"]
 
+
+def _config_json(configs: dict[str, str]) -> bytes:
+    return json.dumps({"version": 1, "config": configs}).encode()
+
 log = logging.getLogger(__name__)
 
 
@@ -131,13 +135,44 @@ class ZkStore:
         except (BadVersionError, NoNodeError):
             raise StaleVersion(paths.topic(topic)) from None
 
-    def create_topic(self, topic: str, assignment: dict[int, list[int]]) -> bool:
+    def create_topic(self, topic: str, assignment: dict[int, list[int]], configs: dict[str, str] | None = None) -> bool:
+        """The config znode first, then the topic znode, in one transaction: the controller, woken by
+        the topic, must find its configs (an unclean-election override, say) already there."""
+        self.zk.ensure_path(paths.CONFIG_TOPICS)
+        tx = self.zk.transaction()
+        if self.zk.exists(paths.topic_config(topic)):
+            tx.set_data(paths.topic_config(topic), _config_json(configs or {}))
+        else:
+            tx.create(paths.topic_config(topic), _config_json(configs or {}))
+        tx.create(paths.topic(topic), assignment_to_json(
+            {p: ReplicaAssignment(tuple(r)) for p, r in assignment.items()}))
+        results = tx.commit()
+        return not any(isinstance(r, Exception) for r in results)
+
+    def topic_config(self, topic: str) -> dict[str, str]:
         try:
-            self.zk.create(paths.topic(topic), assignment_to_json(
-                {p: ReplicaAssignment(tuple(r)) for p, r in assignment.items()}))
-            return True
-        except NodeExistsError:
-            return False
+            raw, _ = self.zk.get(paths.topic_config(topic))
+        except NoNodeError:
+            return {}
+        try:
+            return {str(k): str(v) for k, v in json.loads(raw).get("config", {}).items()}
+        except (ValueError, AttributeError) as e:
+            log.warning("ignoring malformed %s: %r", paths.topic_config(topic), e)
+            return {}
+
+    def write_topic_config(self, topic: str, configs: dict[str, str]) -> None:
+        self.zk.ensure_path(paths.CONFIG_TOPICS)
+        try:
+            self.zk.set(paths.topic_config(topic), _config_json(configs))
+        except NoNodeError:
+            self.zk.create(paths.topic_config(topic), _config_json(configs))
+
+    def delete_topic(self, topic: str) -> None:
+        """The topic's znodes: assignment, partition states, configs, and any admin requests for it."""
+        for path in (paths.topic(topic), paths.topic_config(topic), f"{paths.REASSIGN}/{topic}",
+                     f"{paths.PARTITIONS_ADD}/{topic}"):
+            with contextlib.suppress(NoNodeError):
+                self.zk.delete(path, recursive=True)
 
     def partition_state(self, topic: str, p: int) -> tuple[PartitionState, int] | None:
         try:

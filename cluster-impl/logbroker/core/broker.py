@@ -11,37 +11,37 @@ leader of everything with ISR = {self}.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from logbroker.config import BrokerConfig
 from logbroker.core import admin
 from logbroker.core.clock import Clock
+from logbroker.core.fetch_session import FetchContext, FetchSessionCache, SessionPartition
 from logbroker.core.metadata import BrokerEndpoint, MetadataCache, PartitionMeta
 from logbroker.core.partition import Partition, Role, TopicPartition
 from logbroker.core.producer_id import ProducerIdAllocator
 from logbroker.core.purgatory import Body, Deferred, Purgatory
-from logbroker.log.batch import CorruptBatch, iter_batches
+from logbroker.core.reply import TOPIC_RE, Reply
+from logbroker.core.topic_admin import AlterBody, TopicAdmin
+from logbroker.core.topic_config import TopicSettings, effective
+from logbroker.group.coordinator import GroupCoordinator
+from logbroker.group.records import OFFSETS_TOPIC
+from logbroker.log.checkpoint import write_atomically
 from logbroker.log.log import Log, LogConfig
+from logbroker.log.validate import Refused, validate
 from logbroker.protocol.apis import APIS, api_versions_body
 from logbroker.protocol.errors import Err
 
 log = logging.getLogger(__name__)
 
-TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+TOPIC_CONFIGS = "topic-configs.json"
 LATEST, EARLIEST = -1, -2
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    version: int
-    body: Body | None = None  # None with deferred=None: no response at all (acks=0)
-    deferred: Deferred | None = None
 
 
 class Replication(Protocol):
@@ -51,9 +51,15 @@ class Replication(Protocol):
 
     def on_leader_append(self, p: Partition) -> None: ...
 
-    def create_topic(self, name: str, partitions: int, replication_factor: int) -> Err: ...
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str],
+                     assignment: dict[int, list[int]] | None = None) -> Err: ...
 
     def accepts_produce(self, p: Partition) -> Err: ...
+
+    # topic admin (request reading and validation: core/topic_admin.py)
+    def delete_topics(self, version: int, names: list[str], timeout_ms: int) -> Reply: ...
+
+    def alter_topic_configs(self, version: int, changes: dict[str, dict[str, str]], body: AlterBody) -> Reply: ...
 
     # the admin APIs that move replicas and leaders (their request/response shapes: core/admin.py)
     def create_partitions(self, version: int, req: Any) -> Reply: ...
@@ -72,24 +78,33 @@ class BrokerCore:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.metadata = MetadataCache()
         self.purgatory = Purgatory()
-        self.log_config = LogConfig(config.flush_messages, config.flush_ms, config.segment_bytes)
+        self.fetch_sessions = FetchSessionCache()
         self.producer_ids = ProducerIdAllocator(config.log_dirs / "producer-id-block", config.broker_id)
         self.metadata.brokers[config.broker_id] = BrokerEndpoint(config.broker_id, config.advertised_host,
                                                                  config.advertised_port)
         self.replication: Replication = Standalone(self)
+        self.topic_admin = TopicAdmin(self)
+        self._settings: dict[str, TopicSettings] = {}
         self.handlers: dict[int, Callable[[int, Any], Reply]] = {
             0: self.produce,
             1: self.fetch,
             2: self.list_offsets,
             3: self.metadata_request,
             18: self.api_versions,
-            19: self.create_topics,
+            19: self.topic_admin.create_topics,
+            20: self.topic_admin.delete_topics,
+            32: self.topic_admin.describe_configs,
+            33: lambda v, r: self.topic_admin.alter_configs(v, r, incremental=False),
+            44: lambda v, r: self.topic_admin.alter_configs(v, r, incremental=True),
             22: self.init_producer_id,
             37: lambda v, r: self.replication.create_partitions(v, r),
             43: lambda v, r: self.replication.elect_leaders(v, r),
             45: lambda v, r: self.replication.alter_partition_reassignments(v, r),
             46: lambda v, r: self.replication.list_partition_reassignments(v, r),
         }
+        self.client_host = ""  # of the request being handled (`handle`)
+        self.groups = GroupCoordinator(self)
+        self.handlers.update(self.groups.handlers())
 
     # --- partitions ----------------------------------------------------------------------------
     def load_partitions(self) -> None:
@@ -102,7 +117,7 @@ class BrokerCore:
     def open_partition(self, tp: TopicPartition) -> Partition:
         p = self.partitions.get(tp)
         if p is None:
-            lg = Log(self.config.log_dirs / str(tp), self.log_config, self.clock.monotonic_ms)
+            lg = Log(self.config.log_dirs / str(tp), self._log_config(tp.topic), self.clock.monotonic_ms)
             p = Partition(tp, lg, self.config.broker_id)
             p.producers.rebuild(lg.recovered_headers)
             lg.recovered_headers = []
@@ -141,11 +156,16 @@ class BrokerCore:
     def tick(self) -> None:
         now = self.clock.monotonic_ms()
         for p in self.partitions.values():
-            p.log.maybe_flush()
+            if p.log.config.flush_ms < 2**61:  # a time-based flush policy is set (never, by default)
+                p.log.maybe_flush()
+        self.groups.tick()
         self.purgatory.expire(now)
 
     # --- dispatch ------------------------------------------------------------------------------
-    def handle(self, api_key: int, version: int, request: Any) -> Reply:
+    def handle(self, api_key: int, version: int, request: Any, client_host: str = "") -> Reply:
+        """`client_host`: where the request came from, as the transport knows it (group members
+        report it in DescribeGroups); valid during this call only."""
+        self.client_host = client_host
         return self.handlers[api_key](version, request)
 
     # --- ApiVersions ---------------------------------------------------------------------------
@@ -154,12 +174,14 @@ class BrokerCore:
 
     # --- Metadata ------------------------------------------------------------------------------
     def metadata_request(self, version: int, req: Any) -> Reply:
-        names: list[str] = sorted(self.metadata.topics) if req.topics is None else [t.name for t in req.topics]
+        every = req.topics is None or (version == 0 and not req.topics)  # v0 has no null: empty means all
+        names: list[str] = sorted(self.metadata.topics) if every else [t.name for t in req.topics]
         auto = self.config.auto_create_topics and (version < 4 or bool(req.allow_auto_topic_creation))
         topics = []
         for name in names:
             if name not in self.metadata.topics and auto and TOPIC_RE.match(name):
-                self.replication.create_topic(name, self.config.num_partitions, self.config.default_replication_factor)
+                self.replication.create_topic(name, self.config.num_partitions, self.config.default_replication_factor,
+                                              {})
             parts = self.metadata.topics.get(name)
             if parts is None:
                 err = Err.INVALID_TOPIC_EXCEPTION if not TOPIC_RE.match(name) else Err.UNKNOWN_TOPIC_OR_PARTITION
@@ -168,7 +190,7 @@ class BrokerCore:
             topics.append({
                 "error_code": 0,
                 "name": name,
-                "is_internal": False,
+                "is_internal": name == OFFSETS_TOPIC,
                 "partitions": [
                     {
                         "error_code": 0 if m.leader >= 0 else int(Err.LEADER_NOT_AVAILABLE),
@@ -193,26 +215,24 @@ class BrokerCore:
             "topics": topics,
         })
 
-    # --- CreateTopics --------------------------------------------------------------------------
-    def create_topics(self, version: int, req: Any) -> Reply:
-        results = []
-        for t in req.topics:
-            n = t.num_partitions if t.num_partitions > 0 else self.config.num_partitions
-            rf = t.replication_factor if t.replication_factor > 0 else self.config.default_replication_factor
-            if not TOPIC_RE.match(t.name):
-                err, msg = Err.INVALID_TOPIC_EXCEPTION, f"invalid topic name {t.name!r}"
-            elif t.name in self.metadata.topics:
-                err, msg = Err.TOPIC_ALREADY_EXISTS, f"topic {t.name!r} already exists"
-            elif t.assignments:
-                err, msg = Err.INVALID_REQUEST, "manual replica assignment is not supported"
-            elif req.validate_only:
-                err, msg = Err.NONE, None
-            else:
-                err = self.replication.create_topic(t.name, n, rf)
-                msg = None if err == Err.NONE else err.name
-            results.append({"name": t.name, "error_code": int(err), "error_message": msg,
-                            "num_partitions": n, "replication_factor": rf})
-        return Reply(version, {"throttle_time_ms": 0, "topics": results})
+    # --- topic configs -------------------------------------------------------------------------
+    def topic_settings(self, topic: str) -> TopicSettings:
+        got = self._settings.get(topic)
+        if got is None:
+            got = self._settings[topic] = effective(self.config, self.metadata.topic_configs.get(topic, {}))
+        return got
+
+    def set_topic_configs(self, configs: dict[str, dict[str, str]]) -> None:
+        """New overrides for every topic (UpdateMetadata, or a standalone change): open logs take their
+        new segment and flush settings at once."""
+        self.metadata.topic_configs = configs
+        self._settings.clear()
+        for p in self.partitions.values():
+            p.log.config = self._log_config(p.tp.topic)
+
+    def _log_config(self, topic: str) -> LogConfig:
+        s = self.topic_settings(topic)
+        return LogConfig(s.flush_messages, s.flush_ms, s.segment_bytes)
 
     def create_local_topic(self, name: str, partitions: int) -> None:
         """Standalone topic creation, or growth to `partitions`: open the partitions it does not have
@@ -267,7 +287,8 @@ class BrokerCore:
                             r["error_code"] = int(Err.REQUEST_TIMED_OUT)
             return self._produce_body(results)
 
-        return Reply(version, deferred=self.purgatory.add(Deferred(ready, complete, deadline, version)))
+        keys = frozenset(p.tp for p, _ in waits)
+        return Reply(version, deferred=self.purgatory.add(Deferred(ready, complete, deadline, version, keys)))
 
     def _produce_partition(self, p: Partition | None, index: int, records: bytes | None,
                            acks: int) -> tuple[dict[str, Any], int | None]:
@@ -277,13 +298,13 @@ class BrokerCore:
             return self._produce_result(index, Err.NOT_LEADER_OR_FOLLOWER), None
         if not records:
             return self._produce_result(index, Err.CORRUPT_MESSAGE), None
-        if len(records) > self.config.message_max_bytes:
+        if len(records) > self.topic_settings(p.tp.topic).max_message_bytes:
             return self._produce_result(index, Err.MESSAGE_TOO_LARGE), None
         try:
-            headers = [h for _, h in iter_batches(records)]
-        except CorruptBatch as e:
-            log.warning("%s: rejecting corrupt produce: %s", p.tp, e)
-            return self._produce_result(index, Err.CORRUPT_MESSAGE), None
+            headers = validate(records)
+        except Refused as e:
+            log.warning("%s: refusing produce: %s", p.tp, e)
+            return self._produce_result(index, e.error, message=e.message), None
         if acks == -1:
             err = self.replication.accepts_produce(p)
             if err != Err.NONE:
@@ -301,13 +322,14 @@ class BrokerCore:
         for h in info.headers:
             p.producers.update(h)
         self.replication.on_leader_append(p)
-        self.purgatory.check()
+        self.purgatory.check([p.tp])
         return self._produce_result(index, Err.NONE, info.base_offset, p.log.log_start_offset), info.last_offset + 1
 
     @staticmethod
-    def _produce_result(index: int, err: Err, base: int = -1, log_start: int = -1) -> dict[str, Any]:
+    def _produce_result(index: int, err: Err, base: int = -1, log_start: int = -1,
+                        message: str | None = None) -> dict[str, Any]:
         return {"index": index, "error_code": int(err), "base_offset": base, "log_append_time_ms": -1,
-                "log_start_offset": log_start, "record_errors": [], "error_message": None}
+                "log_start_offset": log_start, "record_errors": [], "error_message": message}
 
     @staticmethod
     def _produce_body(results: dict[str, list[dict[str, Any]]]) -> Body:
@@ -316,70 +338,130 @@ class BrokerCore:
 
     # --- Fetch ---------------------------------------------------------------------------------
     def fetch(self, version: int, req: Any) -> Reply:
+        """A consumer's or a follower's fetch, possibly within a fetch session (core/fetch_session.py).
+
+        A follower's fetch positions are taken as its log end offsets when the request arrives (they
+        move HW and the ISR). The request waits in the purgatory until some partition has records or
+        an error for it, or max_wait_ms passes."""
         replica_id = req.replica_id if req.replica_id is not None else -1
-        wanted = [(t.topic, fp) for t in req.topics for fp in t.partitions]
-
-        def build(final: bool) -> tuple[Body, int]:
-            total = 0
-            responses: dict[str, list[dict[str, Any]]] = {}
-            for topic, fp in wanted:
-                d, n = self._fetch_partition(topic, fp, replica_id, final)
-                total += n
-                responses.setdefault(topic, []).append(d)
-            body = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
-                    "responses": [{"topic": t, "partitions": ps} for t, ps in responses.items()]}
-            return body, total
-
-        body, total = build(False)
-        if total >= max(1, req.min_bytes) or req.max_wait_ms <= 0 or self._fetch_has_error(body):
-            return Reply(version, body)
-        deadline = self.clock.monotonic_ms() + req.max_wait_ms
-
-        def ready() -> bool:
-            return any(self._fetchable_bytes(topic, fp, replica_id) > 0 for topic, fp in wanted)
+        wanted = {(t.topic, fp.partition): SessionPartition(
+            fp.fetch_offset, fp.partition_max_bytes, getattr(fp, "current_leader_epoch", -1)
+            if getattr(fp, "current_leader_epoch", None) is not None else -1)
+            for t in req.topics for fp in t.partitions}
+        if version >= 7:
+            forgotten = [(f.topic, p) for f in (req.forgotten_topics_data or []) for p in f.partitions]
+            ctx = self.fetch_sessions.new_context(req.session_id, req.session_epoch, wanted, forgotten,
+                                                  self.clock.monotonic_ms())
+        else:
+            ctx = FetchContext(wanted, full=True)
+        if ctx.error != Err.NONE:
+            return Reply(version, {"throttle_time_ms": 0, "error_code": int(ctx.error), "session_id": 0,
+                                   "responses": []})
+        if replica_id >= 0:
+            self._note_follower_fetch(ctx, replica_id)
+        max_bytes = req.max_bytes if version >= 3 and req.max_bytes > 0 else 2**31 - 1
 
         def complete(timed_out: bool) -> Body:
-            return build(True)[0]
+            return self._fetch_response(ctx, replica_id, max_bytes)
 
-        return Reply(version, deferred=self.purgatory.add(Deferred(ready, complete, deadline, version)))
+        def ready() -> bool:
+            return any(self._fetch_wakes(key, sp, replica_id) for key, sp in ctx.partitions.items())
+
+        if req.max_wait_ms <= 0 or not ctx.partitions or self._fetch_ready_now(ctx, replica_id, req.min_bytes):
+            return Reply(version, complete(False))
+        deadline = self.clock.monotonic_ms() + req.max_wait_ms
+        keys = frozenset(TopicPartition(*k) for k in ctx.partitions)
+        return Reply(version, deferred=self.purgatory.add(Deferred(ready, complete, deadline, version, keys)))
+
+    def _note_follower_fetch(self, ctx: FetchContext, replica_id: int) -> None:
+        for (topic, index), sp in ctx.partitions.items():
+            p = self.partitions.get(TopicPartition(topic, index))
+            if p is not None and p.is_leader() and self._epoch_error(p, sp.current_leader_epoch) is None:
+                self.replication.on_follower_fetch(p, replica_id, sp.fetch_offset)
 
     @staticmethod
-    def _fetch_has_error(body: Body) -> bool:
-        return any(p["error_code"] for t in body["responses"] for p in t["partitions"])
+    def _epoch_error(p: Partition, current_leader_epoch: int) -> Err | None:
+        if current_leader_epoch >= 0 and current_leader_epoch != p.leader_epoch:
+            return Err.FENCED_LEADER_EPOCH if current_leader_epoch < p.leader_epoch else Err.UNKNOWN_LEADER_EPOCH
+        return None
+
+    def _fetch_ready_now(self, ctx: FetchContext, replica_id: int, min_bytes: int) -> bool:
+        total = 0
+        for key, sp in ctx.partitions.items():
+            n = self._fetchable(key, sp, replica_id)
+            if n < 0:
+                return True  # an error to report
+            total += n
+        return total >= max(1, min_bytes)
+
+    def _fetch_wakes(self, key: tuple[str, int], sp: SessionPartition, replica_id: int) -> bool:
+        return self._fetchable(key, sp, replica_id) != 0
+
+    def _fetchable(self, key: tuple[str, int], sp: SessionPartition, replica_id: int) -> int:
+        """Offsets readable beyond the fetch position (a cheap stand-in for bytes); -1 for an error."""
+        p = self.partitions.get(TopicPartition(*key))
+        if p is None or not p.is_leader() or self._epoch_error(p, sp.current_leader_epoch) is not None:
+            return -1
+        if sp.fetch_offset < p.log.log_start_offset or sp.fetch_offset > p.leo:
+            return -1
+        return max(0, self._upper_bound(p, replica_id) - sp.fetch_offset)
+
+    def _fetch_response(self, ctx: FetchContext, replica_id: int, max_bytes: int) -> Body:
+        responses: dict[str, list[dict[str, Any]]] = {}
+        budget = max_bytes
+        served = []
+        for (topic, index), sp in ctx.partitions.items():
+            if not ctx.full and self._quiet(topic, index, sp, replica_id):
+                continue
+            d = self._fetch_partition(topic, index, sp, replica_id, budget, first=budget == max_bytes)
+            n = len(d["records"])
+            if n:
+                budget -= n
+                served.append((topic, index))
+            elif not ctx.full and d["error_code"] == 0 and d["high_watermark"] == sp.sent_hw \
+                    and d["log_start_offset"] == sp.sent_log_start:
+                continue  # incremental: nothing new to say about this partition
+            sp.sent_hw, sp.sent_log_start = d["high_watermark"], d["log_start_offset"]
+            responses.setdefault(topic, []).append(d)
+        ctx.rotate(served)
+        return {"throttle_time_ms": 0, "error_code": 0, "session_id": ctx.response_session_id,
+                "responses": [{"topic": t, "partitions": ps} for t, ps in responses.items()]}
+
+    def _quiet(self, topic: str, index: int, sp: SessionPartition, replica_id: int) -> bool:
+        """Nothing to say about this partition in an incremental response (the common case, checked
+        without building its response)."""
+        p = self.partitions.get(TopicPartition(topic, index))
+        return (p is not None and p.is_leader() and p.hw == sp.sent_hw and p.log.log_start_offset == sp.sent_log_start
+                and self._epoch_error(p, sp.current_leader_epoch) is None
+                and sp.fetch_offset == self._upper_bound(p, replica_id))
 
     def _upper_bound(self, p: Partition, replica_id: int) -> int:
         return p.leo if replica_id >= 0 else p.hw
 
-    def _fetchable_bytes(self, topic: str, fp: Any, replica_id: int) -> int:
-        p = self.partitions.get(TopicPartition(topic, fp.partition))
-        if p is None or not p.is_leader():
-            return 1  # an error to report counts as something to answer with
-        return max(0, self._upper_bound(p, replica_id) - fp.fetch_offset)
-
-    def _fetch_partition(self, topic: str, fp: Any, replica_id: int, final: bool) -> tuple[dict[str, Any], int]:
-        p = self.partitions.get(TopicPartition(topic, fp.partition))
-        base = {"partition_index": fp.partition, "high_watermark": -1, "last_stable_offset": -1,
+    def _fetch_partition(self, topic: str, index: int, sp: SessionPartition, replica_id: int, budget: int,
+                         *, first: bool) -> dict[str, Any]:
+        p = self.partitions.get(TopicPartition(topic, index))
+        base = {"partition_index": index, "high_watermark": -1, "last_stable_offset": -1,
                 "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1,
                 "records": b""}
         if p is None:
-            return {**base, "error_code": int(Err.UNKNOWN_TOPIC_OR_PARTITION)}, 0
+            return {**base, "error_code": int(Err.UNKNOWN_TOPIC_OR_PARTITION)}
         if not p.is_leader():
-            return {**base, "error_code": int(Err.NOT_LEADER_OR_FOLLOWER)}, 0
-        cle = getattr(fp, "current_leader_epoch", -1)
-        if cle is not None and cle >= 0 and cle != p.leader_epoch:
-            err = Err.FENCED_LEADER_EPOCH if cle < p.leader_epoch else Err.UNKNOWN_LEADER_EPOCH
-            return {**base, "error_code": int(err)}, 0
-        if replica_id >= 0:
-            self.replication.on_follower_fetch(p, replica_id, fp.fetch_offset)
+            return {**base, "error_code": int(Err.NOT_LEADER_OR_FOLLOWER)}
+        epoch_err = self._epoch_error(p, sp.current_leader_epoch)
+        if epoch_err is not None:
+            return {**base, "error_code": int(epoch_err)}
         ub = self._upper_bound(p, replica_id)
         hdr = {**base, "high_watermark": p.hw, "last_stable_offset": p.hw, "log_start_offset": p.log.log_start_offset}
-        if fp.fetch_offset < p.log.log_start_offset or fp.fetch_offset > p.leo:
-            return {**hdr, "error_code": int(Err.OFFSET_OUT_OF_RANGE)}, 0
-        if fp.fetch_offset >= ub:
+        if sp.fetch_offset < p.log.log_start_offset or sp.fetch_offset > p.leo:
+            return {**hdr, "error_code": int(Err.OFFSET_OUT_OF_RANGE)}
+        if sp.fetch_offset >= ub or (budget <= 0 and not first):
             # consumers: an offset between HW and LEO is valid but has nothing committed yet (003 §7)
-            return {**hdr, "error_code": 0}, 0
-        data = p.log.read(fp.fetch_offset, max(fp.partition_max_bytes, 1), ub)
-        return {**hdr, "error_code": 0, "records": data}, len(data)
+            return {**hdr, "error_code": 0}
+        # each partition returns at least one batch while the request's budget lasts (KIP-74: a batch
+        # larger than the limits must still get through, or its reader is stuck for good)
+        data = p.log.read(sp.fetch_offset, max(min(sp.max_bytes, budget), 1), ub)
+        return {**hdr, "error_code": 0, "records": data}
 
     # --- ListOffsets ---------------------------------------------------------------------------
     def list_offsets(self, version: int, req: Any) -> Reply:
@@ -443,6 +525,11 @@ class Standalone:
                 p.leader_id, p.leader_epoch, tuple(p.replicas), tuple(p.isr))
         self.core.metadata.topics.update(metas)
         self.core.metadata.controller_id = self.core.config.broker_id
+        try:
+            saved = json.loads((self.core.config.log_dirs / TOPIC_CONFIGS).read_text())
+        except FileNotFoundError:
+            saved = {}
+        self.core.set_topic_configs({t: c for t, c in saved.items() if t in self.core.metadata.topics})
 
     def on_follower_fetch(self, p: Partition, replica_id: int, fetch_offset: int) -> None:
         return None
@@ -450,18 +537,44 @@ class Standalone:
     def on_leader_append(self, p: Partition) -> None:
         p.maybe_advance_hw()
 
-    def create_topic(self, name: str, partitions: int, replication_factor: int) -> Err:
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str],
+                     assignment: dict[int, list[int]] | None = None) -> Err:
         if partitions < 1:
             return Err.INVALID_PARTITIONS
         if replication_factor != 1:
             return Err.INVALID_REPLICATION_FACTOR  # one broker can hold one replica
+        if assignment is not None and any(r != [self.core.config.broker_id] for r in assignment.values()):
+            return Err.INVALID_REPLICA_ASSIGNMENT
+        self._save_configs({**self.core.metadata.topic_configs, name: dict(configs)})
         self.core.create_local_topic(name, partitions)
         return Err.NONE
 
+    def _save_configs(self, configs: dict[str, dict[str, str]]) -> None:
+        """Topic overrides survive a restart in log.dirs (a cluster keeps them in ZooKeeper)."""
+        write_atomically(self.core.config.log_dirs / TOPIC_CONFIGS, json.dumps(configs, sort_keys=True))
+        self.core.set_topic_configs(configs)
+
     def accepts_produce(self, p: Partition) -> Err:
-        if len(p.isr) < self.core.config.min_insync_replicas:
+        if len(p.isr) < self.core.topic_settings(p.tp.topic).min_insync_replicas:
             return Err.NOT_ENOUGH_REPLICAS
         return Err.NONE
+
+    def delete_topics(self, version: int, names: list[str], timeout_ms: int) -> Reply:
+        results: dict[str, tuple[Err, str | None]] = {}
+        for name in names:
+            metas = self.core.metadata.topics.pop(name, None)
+            if metas is None:
+                results[name] = (Err.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
+                continue
+            for i in metas:
+                self.core.remove_partition(TopicPartition(name, i), delete=True)
+            self._save_configs({t: c for t, c in self.core.metadata.topic_configs.items() if t != name})
+            results[name] = (Err.NONE, None)
+        return Reply(version, TopicAdmin.delete_topics_body(results))
+
+    def alter_topic_configs(self, version: int, changes: dict[str, dict[str, str]], body: AlterBody) -> Reply:
+        self._save_configs({**self.core.metadata.topic_configs, **changes})
+        return Reply(version, body({t: (Err.NONE, None) for t in changes}))
 
     # --- admin APIs: one broker holds the only replica of everything ---------------------------------
     def _count(self, topic: str) -> int:

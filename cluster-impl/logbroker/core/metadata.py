@@ -28,5 +28,6 @@ class PartitionMeta:
 class MetadataCache:
     brokers: dict[int, BrokerEndpoint] = field(default_factory=dict)
     topics: dict[str, dict[int, PartitionMeta]] = field(default_factory=dict)
+    topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)  # overrides (core/topic_config.py)
     controller_id: int = -1
     controller_epoch: int = 0

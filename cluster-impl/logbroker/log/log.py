@@ -9,6 +9,7 @@ defaults it is left to the OS, which survives a process SIGKILL (page cache) but
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,8 @@ class Log:
         self._unflushed = 0
         self._last_flush_ms = now_ms()
         self.recovered_headers: list[BatchHeader] = []
+        self._checkpoint_lock = threading.Lock()
+        self._closed = False
         self._recover()
 
     # --- recovery ------------------------------------------------------------------------------
@@ -178,10 +181,19 @@ class Log:
     def read_hw_checkpoint(self) -> int:
         return min(read_int(self.dir / HW_FILE, 0), self.leo)
 
-    def write_hw_checkpoint(self, hw: int) -> None:
-        write_int(self.dir / HW_FILE, hw)
+    def write_hw_checkpoint(self, hw: int) -> bool:
+        """Safe from a worker thread (the broker writes checkpoints off its event loop, since each is
+        two fsyncs): a closed log is never written, so a stale value cannot land in a directory that
+        was deleted and created afresh for a new replica meanwhile. False if the log was closed."""
+        with self._checkpoint_lock:
+            if self._closed:
+                return False
+            write_int(self.dir / HW_FILE, hw)
+            return True
 
     def close(self) -> None:
+        with self._checkpoint_lock:
+            self._closed = True
         self.flush()
         for seg in self.segments:
             seg.close()

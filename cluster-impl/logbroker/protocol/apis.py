@@ -12,21 +12,52 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.admin import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from kafka.protocol.admin.groups import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
 from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
+from kafka.protocol.consumer.group import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+
+from logbroker.protocol import legacy
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,15 +73,31 @@ class Api:
 APIS: dict[int, Api] = {
     a.key: a
     for a in (
-        Api(0, "Produce", ProduceRequest, ProduceResponse, 3, 9),
-        Api(1, "Fetch", FetchRequest, FetchResponse, 4, 12),
+        Api(0, "Produce", ProduceRequest, ProduceResponse, 0, 9),
+        Api(1, "Fetch", FetchRequest, FetchResponse, 0, 12),
         Api(2, "ListOffsets", ListOffsetsRequest, ListOffsetsResponse, 1, 7),
-        Api(3, "Metadata", MetadataRequest, MetadataResponse, 1, 12),
+        Api(3, "Metadata", MetadataRequest, MetadataResponse, 0, 12),
+        # consumer groups (logbroker/group/): the generic protocol without static membership
+        # (group.instance.id arrives with JoinGroup v5, SyncGroup/Heartbeat/LeaveGroup v3,
+        # OffsetCommit v7, so those stay out), offsets by topic name (OffsetFetch v8 batches groups)
+        Api(8, "OffsetCommit", OffsetCommitRequest, OffsetCommitResponse, 2, 6),
+        Api(9, "OffsetFetch", OffsetFetchRequest, OffsetFetchResponse, 1, 7),
+        Api(10, "FindCoordinator", FindCoordinatorRequest, FindCoordinatorResponse, 0, 4),
+        Api(11, "JoinGroup", JoinGroupRequest, JoinGroupResponse, 0, 4),
+        Api(12, "Heartbeat", HeartbeatRequest, HeartbeatResponse, 0, 2),
+        Api(13, "LeaveGroup", LeaveGroupRequest, LeaveGroupResponse, 0, 2),
+        Api(14, "SyncGroup", SyncGroupRequest, SyncGroupResponse, 0, 2),
+        Api(15, "DescribeGroups", DescribeGroupsRequest, DescribeGroupsResponse, 0, 4),
+        Api(16, "ListGroups", ListGroupsRequest, ListGroupsResponse, 0, 4),
         Api(18, "ApiVersions", ApiVersionsRequest, ApiVersionsResponse, 0, 3),
         Api(19, "CreateTopics", CreateTopicsRequest, CreateTopicsResponse, 2, 5),
+        Api(20, "DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse, 1, 5),
         Api(22, "InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 4),
+        Api(32, "DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse, 1, 4),
+        Api(33, "AlterConfigs", AlterConfigsRequest, AlterConfigsResponse, 0, 2),
         Api(37, "CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse, 0, 3),
         Api(43, "ElectLeaders", ElectLeadersRequest, ElectLeadersResponse, 0, 2),
+        Api(44, "IncrementalAlterConfigs", IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1),
         Api(45, "AlterPartitionReassignments", AlterPartitionReassignmentsRequest,
             AlterPartitionReassignmentsResponse, 0, 1),
         Api(46, "ListPartitionReassignments", ListPartitionReassignmentsRequest,
@@ -77,10 +124,32 @@ def peek_head(frame: bytes) -> RequestHead:
 
 
 def decode_request(api: Api, version: int, frame: bytes) -> Any:
-    return api.request.decode(frame, version=version, header=True)
+    if legacy.is_legacy(api.key, version):
+        return legacy.decode(api.key, version, frame)
+    req = api.request.decode(frame, version=version, header=True)
+    _no_null_arrays(req._struct._fields, req, version)
+    return req
+
+
+def _no_null_arrays(fields: Any, obj: Any, version: int) -> None:
+    """The codec decodes a length of -1 as null even where the schema says an array cannot be null;
+    Kafka calls that a malformed request, and so do we (found by bench-fuzz: handlers iterating a
+    null `topics`)."""
+    for f in fields:
+        if not f.is_array() or not f.for_version_q(version):
+            continue
+        v = getattr(obj, f.name, None)
+        if v is None:
+            if not f.nullable_for_version_q(version):
+                raise ValueError(f"null array {f.name!r} where the schema allows none")
+        elif f.is_struct_array():
+            for item in v:
+                _no_null_arrays(f._fields, item, version)
 
 
 def encode_response(api: Api, version: int, correlation_id: int, body: dict[str, Any]) -> bytes:
+    if legacy.is_legacy(api.key, version):
+        return legacy.encode(api.key, version, correlation_id, body)
     resp = make_response(api, version, body)
     resp.with_header(correlation_id=correlation_id)
     return bytes(resp.encode(header=True, framed=True))

@@ -103,3 +103,38 @@ class ControllerAdmin:
             return Reply(version, admin.list_reassignments_body({}, NOT_CONTROLLER))
         return Reply(version, admin.list_reassignments_body(
             {k: (list(a.replicas), list(a.adding), list(a.removing)) for k, a in moving.items()}))
+
+    # --- DeleteTopics (20) ---------------------------------------------------------------------
+    def delete_topics(self, version: int, names: list[str], timeout_ms: int) -> Reply:
+        from logbroker.core.topic_admin import TopicAdmin
+
+        if not self.controller.active:
+            return Reply(version, TopicAdmin.delete_topics_body({n: NOT_CONTROLLER for n in names}))
+
+        async def work() -> dict[str, admin.Outcome]:
+            return {n: await self.controller.delete_topic(n) for n in names}
+
+        def build(res: dict[str, admin.Outcome] | None) -> Body:
+            return TopicAdmin.delete_topics_body(res if res is not None else {n: TIMED_OUT for n in names})
+
+        return self._later(version, timeout_ms, work(), build)
+
+    # --- AlterConfigs (33), IncrementalAlterConfigs (44) for topics --------------------------------
+    def alter_topic_configs(self, version: int, changes: dict[str, dict[str, str]],
+                            body: Callable[[dict[str, admin.Outcome]], Body],
+                            forward: Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]) -> Reply:
+        """Any broker takes the request (kafka-python sends it to any); the controller stores it —
+        here, or through an internal request to it."""
+
+        async def work() -> dict[str, admin.Outcome]:
+            if self.controller.active:
+                return await self.controller.set_topic_configs(changes)
+            reply = await forward({"type": "set_topic_configs", "topics": changes})
+            if reply is None or "topics" not in reply:
+                return {t: (Err.NOT_CONTROLLER, "the controller could not be reached") for t in changes}
+            return {t: (Err(int(e)), m) for t, (e, m) in reply["topics"].items()}
+
+        def build(res: dict[str, admin.Outcome] | None) -> Body:
+            return body(res if res is not None else {t: TIMED_OUT for t in changes})
+
+        return self._later(version, 30_000, work(), build)

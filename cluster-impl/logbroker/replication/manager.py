@@ -1,10 +1,16 @@
-"""`ReplicaManager`: one broker's part in replication.
+"""`ReplicaManager`: one broker's part in replication — the asyncio runner around the decision core.
+
+The decisions (LeaderAndIsr, StopReplica, ISR upkeep, AlterIsr replies) are pure functions in
+`decisions.py`; this runner reads the local replicas into plain views, calls them, and performs the
+effects they return (roles, fetchers, logs, AlterIsr requests). It is handed its `ClusterStore`
+(ZooKeeper in a real broker, built by `__main__`) and an `Offload` for blocking calls; it never
+builds either itself (issue 18).
 
 - Start-up (seed 003 E): register `/brokers/ids/<id>` (its czxid is our broker epoch), watch
   `/controller` and run for it when it is free.
 - LeaderAndIsr (C): refuse a stale controller epoch, and per partition a stale leader epoch; become
-  leader (own the ISR, track follower LEOs, HW = min LEO over the ISR) or follower (ask the leader
-  OffsetForLeaderEpoch, truncate to its answer — KIP-101/279 — then fetch).
+  leader (own the ISR, track follower LEOs, HW = min LEO over the ISR) or follower (handed to the
+  fetcher of its leader broker, `fetcher.py`: truncate — KIP-101/279 — then fetch).
 - As leader: a follower that caught up joins the ISR through AlterIsr to the controller and counts
   for HW at once; a follower that lags longer than replica.lag.time.max.ms is dropped through
   AlterIsr, and only once the controller has committed it (KIP-497).
@@ -20,33 +26,55 @@ from __future__ import annotations
 import asyncio
 import logging
 import zlib
+from collections.abc import Iterable
 from typing import Any
 
 from logbroker.bugs import Bug
 from logbroker.controller.controller import Controller, ControllerSettings
 from logbroker.controller.decisions import place_replicas
-from logbroker.coord.zk import ZkStore
+from logbroker.coord.store import ClusterStore
 from logbroker.core.broker import BrokerCore, Reply
 from logbroker.core.metadata import BrokerEndpoint, PartitionMeta
 from logbroker.core.partition import Partition, Role, TopicPartition
-from logbroker.log.batch import CorruptBatch
+from logbroker.core.topic_admin import AlterBody
+from logbroker.offload import Offload
 from logbroker.protocol.errors import Err
+from logbroker.replication import decisions as rules
 from logbroker.replication.admin_api import ControllerAdmin
+from logbroker.replication.decisions import (
+    BecomeFollower,
+    BecomeLeader,
+    CheckPurgatory,
+    Effect,
+    Local,
+    ProposeAlterIsr,
+    RemoveReplica,
+    ReplicaState,
+    SetEndpoints,
+    SetIsr,
+)
+from logbroker.replication.fetcher import FetcherPool, FetcherSettings
 from logbroker.replication.rpc import Peers
-from logbroker.replication.truncation import truncation_offset
 
 log = logging.getLogger(__name__)
-STALE_CONTROLLER_EPOCH = int(Err.STALE_CONTROLLER_EPOCH)
-FETCH_WAIT_MS = 200
+STALE_CONTROLLER_EPOCH = rules.STALE_CONTROLLER_EPOCH
+
+
+def local_view(p: Partition) -> Local:
+    """What the decisions need of a local replica, as plain values."""
+    return Local(p.role, p.leader_epoch, tuple(p.isr), tuple(p.replicas), p.hw, dict(p.follower_caught_up_ms))
 
 
 class ReplicaManager:
-    def __init__(self, core: BrokerCore) -> None:
+    def __init__(self, core: BrokerCore, store: ClusterStore, offload: Offload) -> None:
+        """`store`: the coordination service (the entry point builds `ZkStore`); `offload`: how blocking
+        calls run (`offload.in_worker_thread` in a real broker)."""
         self.core = core
         self.cfg = core.config
         self.bid = core.config.broker_id
         self.bugs = core.config.bugs
-        self.zk = ZkStore(core.config.zookeeper_connect, core.config.zookeeper_session_timeout_ms)
+        self.zk = store
+        self.offload = offload
         self.control = Peers()
         self.fetch_peers = Peers()
         cfg = core.config
@@ -54,14 +82,14 @@ class ReplicaManager:
             unclean_leader_election=cfg.unclean_leader_election,
             auto_leader_rebalance=cfg.auto_leader_rebalance,
             leader_imbalance_check_interval_s=cfg.leader_imbalance_check_interval_s,
-            leader_imbalance_per_broker_percentage=cfg.leader_imbalance_per_broker_percentage))
+            leader_imbalance_per_broker_percentage=cfg.leader_imbalance_per_broker_percentage), offload=offload)
         self.admin = ControllerAdmin(core, self.controller)
         self.broker_epoch = -1
-        self.controller_epoch = 0
-        self.zk_versions: dict[TopicPartition, int] = {}
-        self.pending_isr: dict[TopicPartition, tuple[int, ...]] = {}
-        self.fetchers: dict[TopicPartition, asyncio.Task[None]] = {}
+        self.state = ReplicaState(self.bid, frozenset(self.bugs))
+        self.fetchers = FetcherPool(core, self._endpoint, FetcherSettings(
+            self.bid, wait_ms=cfg.replica_fetch_wait_max_ms, truncate_to_hw=Bug.TRUNCATE_TO_HW in self.bugs))
         self.tasks: list[asyncio.Task[None]] = []
+        self.stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # --- life cycle ----------------------------------------------------------------------------
@@ -83,21 +111,36 @@ class ReplicaManager:
         log.info("broker %d registered with epoch %d", self.bid, self.broker_epoch)
 
     async def stop_async(self) -> None:
-        for t in [*self.tasks, *self.fetchers.values()]:
+        """SIGTERM: stop fetching, give up the controller role, close the ZooKeeper session. Closing
+        the session fires our own watches and a LOST state; `stopping` makes them no-ops, so a
+        stopping broker neither registers again nor runs for controller."""
+        self.stopping = True
+        self.zk.session_listeners.clear()
+        self.controller.resign()
+        for t in self.tasks:
             t.cancel()
+        self.fetchers.stop()
         self.control.close()
         self.fetch_peers.close()
         await self._zk(self.zk.stop)
 
+    def _endpoint(self, bid: int) -> tuple[str, int] | None:
+        return self.fetch_peers.endpoints.get(bid)
+
     async def _zk(self, fn: Any, *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+        return await self.offload(fn, *args)
+
+    def _local(self) -> dict[TopicPartition, Local]:
+        return {tp: local_view(p) for tp, p in self.core.partitions.items()}
 
     def _on_session(self, state: str) -> None:
         """Kazoo thread: a LOST session drops our registration and /controller; re-register on the loop."""
-        if state == "LOST" and self._loop is not None:
+        if state == "LOST" and self._loop is not None and not self.stopping:
             self._loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._after_session_loss()))
 
     async def _after_session_loss(self) -> None:
+        if self.stopping:
+            return
         log.warning("ZooKeeper session lost; re-registering")
         self.controller.resign()
         for _ in range(600):
@@ -114,8 +157,11 @@ class ReplicaManager:
         loop = asyncio.get_running_loop()
 
         def watch(_e: Any) -> None:
-            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._run_for_controller()))
+            if not self.stopping:
+                loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._run_for_controller()))
 
+        if self.stopping:
+            return
         current = await self._zk(self.zk.controller, watch)
         if current is None:
             epoch = await self._zk(self.zk.try_become_controller, self.bid)
@@ -151,21 +197,20 @@ class ReplicaManager:
             return self.update_metadata(body)
         if kind == "alter_isr":
             return await self.controller.alter_isr(body)
-        if kind == "offset_for_leader_epoch":
-            return self.offset_for_leader_epoch(body)
+        if kind == "offsets_for_leader_epoch":
+            return self.offsets_for_leader_epoch(body)
         if kind == "stop_replica":
             return self.stop_replica(body)
+        if kind == "set_topic_configs":
+            res = await self.controller.set_topic_configs({str(t): dict(c) for t, c in body["topics"].items()})
+            return {"error": 0, "topics": {t: [int(e), m] for t, (e, m) in res.items()}}
         return {"error": int(Err.INVALID_REQUEST)}
 
-    def _stale_controller(self, epoch: int) -> bool:
-        if epoch < self.controller_epoch and Bug.STALE_EPOCH_ACCEPTED not in self.bugs:
-            log.warning("ignoring request from a stale controller (epoch %d < %d)", epoch, self.controller_epoch)
-            return True
-        self.controller_epoch = max(self.controller_epoch, epoch)
-        return False
-
     def update_metadata(self, body: dict[str, Any]) -> dict[str, Any]:
-        if self._stale_controller(int(body["controller_epoch"])):
+        self.state, stale = rules.controller_request(self.state, int(body["controller_epoch"]))
+        if stale:
+            log.warning("ignoring UpdateMetadata from a stale controller (epoch %s < %d)",
+                        body["controller_epoch"], self.state.controller_epoch)
             return {"error": STALE_CONTROLLER_EPOCH}
         self.core.metadata.controller_id = int(body["controller_id"])
         self.core.metadata.brokers = {int(b["id"]): BrokerEndpoint(int(b["id"]), b["host"], int(b["port"]))
@@ -175,70 +220,60 @@ class ReplicaManager:
             topics.setdefault(m["topic"], {})[int(m["partition"])] = PartitionMeta(
                 int(m["leader"]), int(m["leader_epoch"]), tuple(m["replicas"]), tuple(m["isr"]))
         self.core.metadata.topics = topics
+        if "topic_configs" in body:
+            self.core.set_topic_configs({str(t): dict(c) for t, c in body["topic_configs"].items()})
         for b in body["brokers"]:
             self.fetch_peers.set_endpoint(int(b["id"]), b["host"], int(b["port"]))
         return {"error": 0}
 
     def leader_and_isr(self, body: dict[str, Any]) -> dict[str, Any]:
-        if self._stale_controller(int(body["controller_epoch"])):
-            return {"error": STALE_CONTROLLER_EPOCH}
-        for b in body.get("brokers", []):
-            self.fetch_peers.set_endpoint(int(b["id"]), b["host"], int(b["port"]))
-        results = []
-        for m in body["partitions"]:
-            tp = TopicPartition(m["topic"], int(m["partition"]))
-            p = self.core.open_partition(tp)
-            epoch = int(m["leader_epoch"])
-            if epoch < p.leader_epoch and Bug.STALE_EPOCH_ACCEPTED not in self.bugs:
-                results.append({"topic": tp.topic, "partition": tp.partition, "error": int(Err.FENCED_LEADER_EPOCH)})
-                continue
-            if epoch == p.leader_epoch and p.role is not Role.NONE and not body.get("init"):
-                # same epoch: only the ISR/version may have moved (AlterIsr committed)
-                p.isr = list(m["isr"])
-                self.zk_versions[tp] = int(m["zk_version"])
-                results.append({"topic": tp.topic, "partition": tp.partition, "error": 0})
-                continue
-            p.replicas = list(m["replicas"])
-            self.zk_versions[tp] = int(m["zk_version"])
-            if int(m["leader"]) == self.bid:
-                self.become_leader(p, epoch, list(m["isr"]))
-            else:
-                self.become_follower(p, int(m["leader"]), epoch)
-            results.append({"topic": tp.topic, "partition": tp.partition, "error": 0})
-        if body.get("full"):
-            listed = {TopicPartition(m["topic"], int(m["partition"])) for m in body["partitions"]}
-            for tp in [tp for tp in self.core.partitions if tp not in listed]:
-                log.warning("%s: not assigned here any more; setting it aside", tp)
-                self._forget(tp)
-                self.core.remove_partition(tp, delete=False, aside=f"{self.controller_epoch}.stray")
-        self.core.purgatory.check()
-        return {"error": 0, "partitions": results}
+        if int(body["controller_epoch"]) >= self.state.controller_epoch or self.state.stale_accepted():
+            for m in body["partitions"]:  # a replica the controller assigns here exists from now on
+                self.core.open_partition(TopicPartition(m["topic"], int(m["partition"])))
+        return self._decide(rules.leader_and_isr(self.state, self._local(), body), "LeaderAndIsr", body)
 
     def stop_replica(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Seed 003 C stopReplica: stop fetching and serving, delete the log if asked. An order that
-        carries an older leader epoch than ours is from before a change we already know of."""
-        if self._stale_controller(int(body["controller_epoch"])):
-            return {"error": STALE_CONTROLLER_EPOCH}
-        delete = bool(body.get("delete"))
-        results = []
-        for m in body["partitions"]:
-            tp = TopicPartition(m["topic"], int(m["partition"]))
-            p = self.core.partitions.get(tp)
-            epoch = int(m.get("leader_epoch", -1))
-            if p is not None and 0 <= epoch < p.leader_epoch and Bug.STALE_EPOCH_ACCEPTED not in self.bugs:
-                results.append({"topic": tp.topic, "partition": tp.partition, "error": int(Err.FENCED_LEADER_EPOCH)})
-                continue
-            self._forget(tp)
-            if p is not None:
-                self.core.remove_partition(tp, delete=delete)
-                log.info("%s: replica stopped%s (leader epoch %d)", tp, " and deleted" if delete else "", epoch)
-            results.append({"topic": tp.topic, "partition": tp.partition, "error": 0})
-        return {"error": 0, "partitions": results}
+        """Seed 003 C stopReplica (rules in `decisions.stop_replica`)."""
+        return self._decide(rules.stop_replica(self.state, self._local(), body), "StopReplica", body)
 
-    def _forget(self, tp: TopicPartition) -> None:
-        self._stop_fetcher(tp)
-        self.pending_isr.pop(tp, None)
-        self.zk_versions.pop(tp, None)
+    def _decide(self, d: rules.Decision, what: str, body: dict[str, Any]) -> dict[str, Any]:
+        if d.reply is not None and d.reply.get("error") == STALE_CONTROLLER_EPOCH:
+            log.warning("ignoring %s from a stale controller (epoch %s < %d)", what, body["controller_epoch"],
+                        d.state.controller_epoch)
+        self.state = d.state
+        self._perform(d.effects)
+        assert d.reply is not None
+        return d.reply
+
+    def _perform(self, effects: Iterable[Effect]) -> None:
+        """Carry out the decision core's effects, in order."""
+        for e in effects:
+            if isinstance(e, SetEndpoints):
+                for bid, host, port in e.brokers:
+                    self.fetch_peers.set_endpoint(bid, host, port)
+            elif isinstance(e, BecomeLeader):
+                p = self.core.partitions[e.tp]
+                p.replicas = list(e.replicas)
+                self.become_leader(p, e.epoch, list(e.isr))
+            elif isinstance(e, BecomeFollower):
+                p = self.core.partitions[e.tp]
+                p.replicas = list(e.replicas)
+                self.become_follower(p, e.leader, e.epoch)
+            elif isinstance(e, SetIsr):
+                p = self.core.partitions[e.tp]
+                p.isr = list(e.isr)
+                if e.advance_hw and p.maybe_advance_hw():
+                    self.core.purgatory.check()
+            elif isinstance(e, RemoveReplica):
+                self._stop_fetcher(e.tp)
+                if e.aside is not None:
+                    log.warning("%s: not assigned here any more; setting it aside", e.tp)
+                if self.core.remove_partition(e.tp, delete=e.delete, aside=e.aside) and e.aside is None:
+                    log.info("%s: replica stopped%s", e.tp, " and deleted" if e.delete else "")
+            elif isinstance(e, ProposeAlterIsr):
+                asyncio.ensure_future(self._send_alter_isr(self.core.partitions[e.tp], e))
+            elif isinstance(e, CheckPurgatory):
+                self.core.purgatory.check()
 
     # --- admin APIs (answered by the controller; replication/admin_api.py) -----------------------
     def create_partitions(self, version: int, req: Any) -> Reply:
@@ -253,6 +288,22 @@ class ReplicaManager:
     def list_partition_reassignments(self, version: int, req: Any) -> Reply:
         return self.admin.list_partition_reassignments(version, req)
 
+    def delete_topics(self, version: int, names: list[str], timeout_ms: int) -> Reply:
+        return self.admin.delete_topics(version, names, timeout_ms)
+
+    def alter_topic_configs(self, version: int, changes: dict[str, dict[str, str]], body: AlterBody) -> Reply:
+        return self.admin.alter_topic_configs(version, changes, body, self._to_controller)
+
+    async def _to_controller(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        cid = self.core.metadata.controller_id
+        if cid not in self.fetch_peers.endpoints:
+            return None
+        self.control.set_endpoint(cid, *self.fetch_peers.endpoints[cid])
+        try:
+            return await self.control.get(cid).call(body, timeout=30)
+        except ConnectionError:
+            return None
+
     # --- roles ---------------------------------------------------------------------------------
     def become_leader(self, p: Partition, epoch: int, isr: list[int]) -> None:
         self._stop_fetcher(p.tp)
@@ -261,7 +312,7 @@ class ReplicaManager:
         now = self.core.clock.monotonic_ms()
         p.follower_leo = {r: p.follower_leo.get(r, 0) for r in p.replicas if r != self.bid}
         p.follower_caught_up_ms = {r: now for r in p.replicas if r != self.bid}
-        self.pending_isr.pop(p.tp, None)
+        p.follower_last_fetch = {}
         log.info("%s: leader at epoch %d, ISR %s, LEO %d, HW %d", p.tp, epoch, isr, p.leo, p.hw)
         p.maybe_advance_hw()
 
@@ -271,120 +322,46 @@ class ReplicaManager:
         p.isr = []
         log.info("%s: follower of %d at epoch %d, LEO %d, HW %d", p.tp, leader, epoch, p.leo, p.hw)
         if leader >= 0:
-            self.fetchers[p.tp] = asyncio.ensure_future(self._follow(p, leader, epoch))
+            self.fetchers.follow(p, leader, epoch)
 
     def _stop_fetcher(self, tp: TopicPartition) -> None:
-        t = self.fetchers.pop(tp, None)
-        if t is not None:
-            t.cancel()
-
-    # --- follower ------------------------------------------------------------------------------
-    async def _truncate(self, p: Partition, leader: int, epoch: int) -> None:
-        """KIP-101/279: ask the leader where our epochs end and cut there; the bug cuts to HW."""
-        if Bug.TRUNCATE_TO_HW in self.bugs:
-            cut = p.hw
-            log.info("%s: truncating to HW %d (bug truncate-to-hw)", p.tp, cut)
-        else:
-            async def ask(my_epoch: int) -> tuple[int, int]:
-                while p.role is Role.FOLLOWER and p.leader_epoch == epoch:
-                    try:
-                        reply = await self.fetch_peers.get(leader).call({
-                            "type": "offset_for_leader_epoch", "topic": p.tp.topic, "partition": p.tp.partition,
-                            "leader_epoch": my_epoch, "current_leader_epoch": epoch})
-                    except (ConnectionError, KeyError) as e:
-                        log.info("%s: OffsetForLeaderEpoch to %d failed: %s", p.tp, leader, e)
-                        reply = {"error": -1}
-                    if not reply.get("error"):
-                        return int(reply["leader_epoch"]), int(reply["end_offset"])
-                    await asyncio.sleep(0.2)
-                raise asyncio.CancelledError
-
-            cut = await truncation_offset(p.log.epochs, p.leo, p.hw, ask)
-        if cut < p.leo:
-            log.info("%s: truncating LEO %d -> %d before following %d", p.tp, p.leo, cut, leader)
-            p.log.truncate_to(cut)
-            p.producers.rebuild([h for h, _ in p.log.batches()])
-        p.hw = min(p.hw, p.leo)
-
-    async def _follow(self, p: Partition, leader: int, epoch: int) -> None:
-        """Truncate, then fetch until our role changes. An unexpected error is logged and the whole
-        thing starts over from truncation: a follower that silently stopped fetching would drop out
-        of the ISR for good and nobody would know why."""
-        while p.role is Role.FOLLOWER and p.leader_epoch == epoch:
-            try:
-                await self._fetch_from(p, leader, epoch)
-                return
-            except asyncio.CancelledError:
-                return
-            except Exception:
-                log.exception("%s: following %d at epoch %d failed; starting over", p.tp, leader, epoch)
-                try:
-                    await asyncio.sleep(1.0)
-                except asyncio.CancelledError:
-                    return
-
-    async def _fetch_from(self, p: Partition, leader: int, epoch: int) -> None:
-        await self._truncate(p, leader, epoch)
-        while p.role is Role.FOLLOWER and p.leader_epoch == epoch:
-            try:
-                part = await self.fetch_peers.get(leader).fetch(
-                    self.bid, p.tp.topic, p.tp.partition, p.leo, epoch, FETCH_WAIT_MS,
-                    timeout=FETCH_WAIT_MS / 1000 + 5)
-            except (ConnectionError, KeyError) as e:
-                log.debug("%s: fetch from %d failed: %s", p.tp, leader, e)
-                await asyncio.sleep(0.2)
-                continue
-            if p.role is not Role.FOLLOWER or p.leader_epoch != epoch:
-                return
-            if part.error_code == Err.OFFSET_OUT_OF_RANGE:
-                await self._truncate(p, leader, epoch)
-                continue
-            if part.error_code:
-                await asyncio.sleep(0.1)
-                continue
-            if part.records:
-                try:
-                    info = p.log.append_as_follower(part.records)
-                except CorruptBatch as e:
-                    log.warning("%s: bad fetch data from %d: %s", p.tp, leader, e)
-                    await asyncio.sleep(0.1)
-                    continue
-                if info is not None:
-                    for h in info.headers:
-                        p.producers.update(h)
-            p.hw = max(p.hw, min(int(part.high_watermark), p.leo))
+        self.fetchers.unfollow(tp)
 
     # --- leader --------------------------------------------------------------------------------
-    def offset_for_leader_epoch(self, body: dict[str, Any]) -> dict[str, Any]:
-        p = self.core.partitions.get(TopicPartition(body["topic"], int(body["partition"])))
+    def offsets_for_leader_epoch(self, body: dict[str, Any]) -> dict[str, Any]:
+        """OffsetForLeaderEpoch for many partitions at once (a fetcher asks for all it truncates)."""
+        return {"error": 0, "partitions": [{"topic": m["topic"], "partition": int(m["partition"]),
+                                            **self._offset_for_leader_epoch(m)} for m in body["partitions"]]}
+
+    def _offset_for_leader_epoch(self, m: dict[str, Any]) -> dict[str, Any]:
+        p = self.core.partitions.get(TopicPartition(m["topic"], int(m["partition"])))
         if p is None or not p.is_leader():
             return {"error": int(Err.NOT_LEADER_OR_FOLLOWER)}
-        cur = int(body.get("current_leader_epoch", -1))
-        if cur >= 0 and cur != p.leader_epoch and Bug.STALE_EPOCH_ACCEPTED not in self.bugs:
-            return {"error": int(Err.FENCED_LEADER_EPOCH if cur < p.leader_epoch else Err.UNKNOWN_LEADER_EPOCH)}
-        e, end = p.log.epochs.end_offset_for(int(body["leader_epoch"]), p.leo)
+        err = rules.fenced_epoch(self.state, int(m.get("current_leader_epoch", -1)), p.leader_epoch)
+        if err != Err.NONE:
+            return {"error": int(err)}
+        e, end = p.log.epochs.end_offset_for(int(m["leader_epoch"]), p.leo)
         return {"error": 0, "leader_epoch": e, "end_offset": end}
 
     def on_follower_fetch(self, p: Partition, replica_id: int, fetch_offset: int) -> None:
-        now = self.core.clock.monotonic_ms()
-        p.follower_leo[replica_id] = fetch_offset
-        if fetch_offset >= p.leo:
-            p.follower_caught_up_ms[replica_id] = now
-        if replica_id not in p.isr and fetch_offset >= p.hw and replica_id in p.replicas \
-                and p.tp not in self.pending_isr:
-            # KIP-497: an expansion counts for HW at once (a bigger ISR only makes HW more careful)
-            new_isr = tuple(sorted({*p.isr, replica_id}))
-            p.isr = list(new_isr)
-            self._alter_isr(p, new_isr)
+        """Called for every partition of a follower's fetch (a session's idle ones included), so the
+        common case — an ISR member whose position did not move — returns early."""
+        moved = p.follower_leo.get(replica_id) != fetch_offset
+        p.record_follower_fetch(replica_id, fetch_offset, self.core.clock.monotonic_ms())
+        if not moved and replica_id in p.isr:
+            return
+        if replica_id not in p.isr:  # KIP-497: maybe propose it for the ISR (decisions.follower_fetched)
+            d = rules.follower_fetched(self.state, p.tp, local_view(p), replica_id, fetch_offset)
+            self.state = d.state
+            self._perform(d.effects)
         if p.maybe_advance_hw():
-            self.core.purgatory.check()
+            self.core.purgatory.check([p.tp])
 
     def on_leader_append(self, p: Partition) -> None:
-        if p.maybe_advance_hw():
-            self.core.purgatory.check()
+        p.maybe_advance_hw()  # the core checks the purgatory for this partition next
 
     def accepts_produce(self, p: Partition) -> Err:
-        if len(p.isr) < self.cfg.min_insync_replicas:
+        if len(p.isr) < self.core.topic_settings(p.tp.topic).min_insync_replicas:
             return Err.NOT_ENOUGH_REPLICAS
         return Err.NONE
 
@@ -392,16 +369,20 @@ class ReplicaManager:
         """The ack-before-replication bug: answer acks=all once the leader has written."""
         return Bug.ACK_BEFORE_REPLICATION in self.bugs
 
-    def create_topic(self, name: str, partitions: int, replication_factor: int) -> Err:
-        """Write the assignment under /brokers/topics; the controller takes it from there (seed 003 B)."""
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str],
+                     assignment: dict[int, list[int]] | None = None) -> Err:
+        """Write the configs and the assignment under /config/topics and /brokers/topics; the
+        controller takes it from there (seed 003 B)."""
         live = sorted(self.core.metadata.brokers)
-        if partitions < 1:
-            return Err.INVALID_PARTITIONS
-        if replication_factor < 1 or replication_factor > len(live):
-            return Err.INVALID_REPLICATION_FACTOR
-        # a stable hash (not Python's per-process salted one): the same topic lands the same way every run
-        assignment = place_replicas(partitions, replication_factor, live, start=zlib.crc32(name.encode()) % len(live))
-        if not self.zk.create_topic(name, assignment):
+        if assignment is None:
+            if partitions < 1:
+                return Err.INVALID_PARTITIONS
+            if replication_factor < 1 or replication_factor > len(live):
+                return Err.INVALID_REPLICATION_FACTOR
+            # a stable hash (not Python's per-process salted one): the same topic lands the same way every run
+            assignment = place_replicas(partitions, replication_factor, live,
+                                        start=zlib.crc32(name.encode()) % len(live))
+        if not self.zk.create_topic(name, assignment, configs):
             return Err.TOPIC_ALREADY_EXISTS
         return Err.NONE
 
@@ -410,33 +391,21 @@ class ReplicaManager:
         lag = self.cfg.replica_lag_time_max_ms
         while True:
             await asyncio.sleep(max(lag / 4000, 0.1))
-            now = self.core.clock.monotonic_ms()
-            for p in list(self.core.partitions.values()):
-                if not p.is_leader() or p.tp in self.pending_isr:
-                    continue
-                laggards = [r for r in p.isr if r != self.bid and now - p.follower_caught_up_ms.get(r, now) > lag]
-                if not laggards:
-                    continue
-                new_isr = tuple(r for r in p.isr if r not in laggards)
-                log.info("%s: followers %s lag > %d ms; shrinking ISR to %s", p.tp, laggards, lag, list(new_isr))
-                if Bug.LOCAL_ISR_SHRINK in self.bugs:
-                    p.isr = list(new_isr)  # before KIP-497: the leader decides alone
-                    if p.maybe_advance_hw():
-                        self.core.purgatory.check()
-                self._alter_isr(p, new_isr)
+            d = rules.isr_upkeep(self.state, self._local(), self.core.clock.monotonic_ms(), lag)
+            for e in d.effects:
+                if isinstance(e, ProposeAlterIsr):
+                    log.info("%s: followers lag > %d ms; shrinking ISR to %s", e.tp, lag, list(e.isr))
+            self.state = d.state
+            self._perform(d.effects)
 
-    def _alter_isr(self, p: Partition, new_isr: tuple[int, ...]) -> None:
-        self.pending_isr[p.tp] = new_isr
-        asyncio.ensure_future(self._send_alter_isr(p, new_isr, p.leader_epoch))
-
-    async def _send_alter_isr(self, p: Partition, new_isr: tuple[int, ...], epoch: int) -> None:
+    async def _send_alter_isr(self, p: Partition, proposal: ProposeAlterIsr) -> None:
+        """Send one AlterIsr until the controller answers (retrying while it is unknown or moving);
+        the reply is the decision core's to judge (`decisions.alter_isr_reply`)."""
         try:
             for _ in range(50):
-                if p.leader_epoch != epoch or not p.is_leader():
+                body = rules.alter_isr_request(self.state, p.tp, local_view(p), proposal, self.broker_epoch)
+                if body is None:
                     return
-                body = {"type": "alter_isr", "broker_id": self.bid, "broker_epoch": self.broker_epoch,
-                        "topic": p.tp.topic, "partition": p.tp.partition, "leader_epoch": epoch,
-                        "isr": list(new_isr), "old_isr": list(p.isr), "zk_version": self.zk_versions.get(p.tp, -1)}
                 cid = self.core.metadata.controller_id
                 try:
                     if cid == self.bid:
@@ -451,27 +420,45 @@ class ReplicaManager:
                 if reply is None or reply.get("error") == Err.NOT_CONTROLLER:
                     await asyncio.sleep(0.2)
                     continue
-                if reply.get("error") == 0:
-                    if p.leader_epoch == epoch:
-                        p.isr = list(reply["isr"])  # the shrink takes effect only now (KIP-497)
-                        self.zk_versions[p.tp] = int(reply["zk_version"])
-                        if p.maybe_advance_hw():
-                            self.core.purgatory.check()
-                    return
-                if reply.get("error") == Err.INVALID_UPDATE_VERSION and "zk_version" in reply:
-                    self.zk_versions[p.tp] = int(reply["zk_version"])
-                    p.isr = list(reply["isr"])
-                    return
-                log.info("%s: AlterIsr refused: %s", p.tp, Err(reply["error"]).name)
+                if reply.get("error") not in (0, Err.INVALID_UPDATE_VERSION):
+                    log.info("%s: AlterIsr refused: %s", p.tp, Err(reply["error"]).name)
+                d = rules.alter_isr_reply(self.state, p.tp, local_view(p), proposal, reply)
+                self.state = d.state
+                self._apply_to(p, d.effects)
                 return
         finally:
-            self.pending_isr.pop(p.tp, None)
+            self.state = rules.alter_isr_done(self.state, p.tp)
+
+    def _apply_to(self, p: Partition, effects: Iterable[Effect]) -> None:
+        """An AlterIsr reply's effects, on the partition object the request was made for (it may have
+        been removed from the broker meanwhile; then nothing serves it any more)."""
+        for e in effects:
+            if isinstance(e, SetIsr):
+                p.isr = list(e.isr)
+                if e.advance_hw and p.maybe_advance_hw():
+                    self.core.purgatory.check()
+            else:
+                self._perform([e])
 
     async def _checkpoint_loop(self) -> None:
-        while True:
-            await asyncio.sleep(1.0)
-            for p in list(self.core.partitions.values()):
+        """Once a second, write the HW checkpoint of each partition whose HW moved, through `offload` (a
+        worker thread in a real broker):
+        each write is two fsyncs, and 160 busy partitions would otherwise stall the event loop for
+        tens of milliseconds every second (seen as acks=all p99 latency)."""
+        written: dict[TopicPartition, int] = {}
+
+        def write(todo: list[tuple[Partition, int]]) -> None:
+            for p, hw in todo:
                 try:
-                    p.log.write_hw_checkpoint(p.hw)
+                    p.log.write_hw_checkpoint(hw)
                 except OSError as e:
                     log.warning("%s: HW checkpoint failed: %s", p.tp, e)
+
+        while True:
+            await asyncio.sleep(1.0)
+            todo = [(p, p.hw) for p in self.core.partitions.values() if written.get(p.tp) != p.hw]
+            if todo:
+                await self.offload(write, todo)
+            written.update((p.tp, hw) for p, hw in todo)
+            for tp in [tp for tp in written if tp not in self.core.partitions]:
+                del written[tp]

@@ -69,15 +69,10 @@ class PeerConnection:
             raise ConnectionError(f"{self.host}:{self.port}: correlation id {got} != {corr}")
         return reply
 
-    async def fetch(self, replica_id: int, topic: str, partition: int, offset: int, leader_epoch: int,
-                    max_wait_ms: int, timeout: float) -> Any:
+    async def fetch(self, body: dict[str, Any], timeout: float) -> Any:
+        """One Fetch request (a dict of FetchRequest fields); the decoded FetchResponse."""
         corr = next(self._corr)
-        req = make_message(FetchRequest, FETCH_VERSION, {
-            "replica_id": replica_id, "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": 8 << 20,
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
-            "topics": [{"topic": topic, "partitions": [{"partition": partition, "current_leader_epoch": leader_epoch,
-                                                        "fetch_offset": offset, "log_start_offset": -1,
-                                                        "partition_max_bytes": 4 << 20}]}]})
+        req = make_message(FetchRequest, FETCH_VERSION, body)
         req.with_header(correlation_id=corr, client_id="logbroker-replica")
         frame = await self._roundtrip(bytes(req.encode(header=True, framed=True)), timeout)
         (got,) = struct.unpack_from(">i", frame, 0) if len(frame) >= 4 else (None,)
@@ -85,8 +80,7 @@ class PeerConnection:
             self.close()
             raise ConnectionError(f"{self.host}:{self.port}: fetch correlation id {got} != {corr}")
         try:
-            resp = FetchResponse.decode(frame, version=FETCH_VERSION, header=True)
-            return resp.responses[0].partitions[0]
+            return FetchResponse.decode(frame, version=FETCH_VERSION, header=True)
         except Exception as e:  # the codec raises assorted types on garbage
             self.close()
             raise ConnectionError(f"{self.host}:{self.port}: undecodable fetch response: {e!r}") from None

@@ -19,20 +19,48 @@ from logbroker.log.epoch_cache import UNDEFINED_EPOCH, LeaderEpochCache
 Ask = Callable[[int], Awaitable[tuple[int, int]]]  # our epoch -> (leader's epoch <= it, its end offset)
 
 
-async def truncation_offset(epochs: LeaderEpochCache, leo: int, hw: int, ask: Ask) -> int:
-    point = leo
-    my_epoch = epochs.latest_epoch
-    asked: set[int] = set()
-    while my_epoch != UNDEFINED_EPOCH and my_epoch not in asked:
-        asked.add(my_epoch)
-        leader_epoch, leader_end = await ask(my_epoch)
+class TruncationSearch:
+    """The same rule as a step machine, so a fetcher can ask about many partitions in one request
+    per round: `question()` is the epoch to ask the leader about (None once `result` is known), and
+    `answer()` takes the leader's reply."""
+
+    def __init__(self, epochs: LeaderEpochCache, leo: int, hw: int) -> None:
+        self.epochs, self.leo, self.hw = epochs, leo, hw
+        self.point = leo
+        self.my_epoch = epochs.latest_epoch
+        self.asked: set[int] = set()
+        self.result: int | None = None
+        self._settle()
+
+    def _settle(self) -> None:
+        if self.result is None and (self.my_epoch == UNDEFINED_EPOCH or self.my_epoch in self.asked):
+            self.result = self.point
+
+    def question(self) -> int | None:
+        return None if self.result is not None else self.my_epoch
+
+    def answer(self, leader_epoch: int, leader_end: int) -> None:
+        if self.result is not None:
+            return
+        self.asked.add(self.my_epoch)
         if leader_epoch == UNDEFINED_EPOCH:
-            return min(point, hw)
-        own_epoch, own_end = epochs.end_offset_for(leader_epoch, leo)
+            self.result = min(self.point, self.hw)
+            return
+        own_epoch, own_end = self.epochs.end_offset_for(leader_epoch, self.leo)
         if own_epoch == UNDEFINED_EPOCH:  # every epoch we have is newer than anything the leader knows
-            return min(point, leader_end)
-        point = min(point, leader_end, own_end)
-        if leader_epoch == my_epoch or own_epoch == leader_epoch:
-            return point
-        my_epoch = own_epoch  # our epochs in (L, E] diverged; ask about the one below them
-    return point
+            self.result = min(self.point, leader_end)
+            return
+        self.point = min(self.point, leader_end, own_end)
+        if leader_epoch == self.my_epoch or own_epoch == leader_epoch:
+            self.result = self.point
+            return
+        self.my_epoch = own_epoch  # our epochs in (L, E] diverged; ask about the one below them
+        self._settle()
+
+
+async def truncation_offset(epochs: LeaderEpochCache, leo: int, hw: int, ask: Ask) -> int:
+    search = TruncationSearch(epochs, leo, hw)
+    while (epoch := search.question()) is not None:
+        search.answer(*await ask(epoch))
+    assert search.result is not None
+    return search.result

@@ -1,0 +1,428 @@
+"""The group coordinator: group requests, `__consumer_offsets` loading, and its acks=all writes.
+
+This broker coordinates the groups whose partition of `__consumer_offsets` it leads. Ownership is
+checked on every request and every tick against the partition's role and leader epoch (no hook in
+the replica manager is needed): a partition led at an epoch not loaded yet is read from the start
+of its log, the last record of each key winning; a partition no longer led here is unloaded, and
+whatever waited on its groups is answered NOT_COORDINATOR, so clients look the coordinator up again.
+
+Writes (offset commits, a generation's group record) are appended as leader and answered when the
+partition's HW covers them, through the broker's purgatory like an acks=all produce; the offset
+cache changes only then. A write that cannot be made or times out is answered as Kafka does:
+NOT_COORDINATOR if leadership moved, COORDINATOR_NOT_AVAILABLE if the ISR is too small or the
+HW did not get there within `offsets.commit.timeout.ms`.
+
+The topic is created on the first FindCoordinator, with `offsets.topic.num.partitions` partitions
+and `offsets.topic.replication.factor` replicas (1 on a standalone broker); FindCoordinator answers
+COORDINATOR_NOT_AVAILABLE while fewer brokers are alive than that, or the partition has no leader.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+from logbroker.core.partition import Partition, TopicPartition
+from logbroker.core.purgatory import Body, Deferred
+from logbroker.core.reply import Reply
+from logbroker.group import records
+from logbroker.group.host import GroupHost
+from logbroker.group.records import OFFSETS_TOPIC, GroupKey, OffsetKey, OffsetValue
+from logbroker.group.state import Group, JoinArgs, Waiter
+from logbroker.protocol.errors import Err
+
+log = logging.getLogger(__name__)
+
+SLACK_MS = 5000  # a waiting JoinGroup/SyncGroup answer is given up this long after its group's timeouts
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    log_offset: int  # where its record is in __consumer_offsets: a later record wins
+
+
+class GroupCoordinator:
+    def __init__(self, core: GroupHost) -> None:
+        self.core = core
+        self.cfg = core.config
+        self.groups: dict[str, Group] = {}
+        self.offsets: dict[str, dict[tuple[str, int], Committed]] = {}
+        self.loaded: dict[int, int] = {}  # partition of __consumer_offsets → leader epoch loaded at
+        self._seq = 0
+
+    def handlers(self) -> dict[int, Callable[[int, Any], Reply]]:
+        return {8: self.offset_commit, 9: self.offset_fetch, 10: self.find_coordinator, 11: self.join_group,
+                12: self.heartbeat, 13: self.leave_group, 14: self.sync_group, 15: self.describe_groups,
+                16: self.list_groups}
+
+    def _now(self) -> int:
+        return self.core.clock.monotonic_ms()
+
+    # --- ownership ---------------------------------------------------------------------------------
+    def _num_partitions(self) -> int:
+        return len(self.core.metadata.topics.get(OFFSETS_TOPIC, {})) or self.cfg.offsets_topic_num_partitions
+
+    def _partition_of(self, group: str) -> int:
+        return records.partition_for(group, self._num_partitions())
+
+    def _owned(self, pidx: int) -> Partition | None:
+        """The partition if this broker leads it, loaded; unloads it if it does not any more."""
+        p = self.core.partitions.get(TopicPartition(OFFSETS_TOPIC, pidx))
+        if p is None or not p.is_leader():
+            if pidx in self.loaded:
+                self._unload(pidx)
+            return None
+        if self.loaded.get(pidx) != p.leader_epoch:
+            if pidx in self.loaded:
+                self._unload(pidx)
+            self._load(p)
+        return p
+
+    def _coordinator_error(self, group: str) -> Err:
+        if not group:
+            return Err.INVALID_GROUP_ID
+        return Err.NONE if self._owned(self._partition_of(group)) is not None else Err.NOT_COORDINATOR
+
+    def _load(self, p: Partition) -> None:
+        snaps: dict[str, dict[str, Any]] = {}
+        n = 0
+        for _, raw in p.log.batches():
+            for rec in DefaultRecordBatch(bytes(raw)):
+                got = records.decode(rec.key, rec.value)
+                n += 1
+                if got is None:
+                    continue
+                key, value = got
+                if isinstance(key, OffsetKey):
+                    self._remember(key, value, rec.offset)
+                elif isinstance(key, GroupKey):
+                    snaps[key.group] = value
+        now = self._now()
+        for gid, snap in snaps.items():
+            self.groups[gid] = Group.restore(gid, snap, now, self.cfg.group_initial_rebalance_delay_ms)
+        self.loaded[p.tp.partition] = p.leader_epoch
+        log.info("%s: loaded %d records (%d groups) as leader at epoch %d", p.tp, n, len(snaps), p.leader_epoch)
+
+    def _remember(self, key: OffsetKey, value: OffsetValue, log_offset: int) -> None:
+        offs = self.offsets.setdefault(key.group, {})
+        old = offs.get((key.topic, key.partition))
+        if old is None or old.log_offset < log_offset:
+            offs[(key.topic, key.partition)] = Committed(value.offset, value.leader_epoch, value.metadata, log_offset)
+
+    def _unload(self, pidx: int) -> None:
+        self.loaded.pop(pidx, None)
+        n = self._num_partitions()
+        gone = [g for g in self.groups if records.partition_for(g, n) == pidx]
+        for gid in gone:
+            for m in self.groups.pop(gid).members.values():
+                for w in (m.join, m.sync):
+                    if w is not None:
+                        w.fail(Err.NOT_COORDINATOR, member_id=m.member_id)
+        for gid in [g for g in self.offsets if records.partition_for(g, n) == pidx]:
+            del self.offsets[gid]
+        self.core.purgatory.check([_key(g) for g in gone])
+        log.info("%s-%d: unloaded %d groups", OFFSETS_TOPIC, pidx, len(gone))
+
+    def tick(self) -> None:
+        """Timers: unload partitions led elsewhere now, expire sessions, end rebalances."""
+        for pidx in list(self.loaded):
+            self._owned(pidx)
+        now = self._now()
+        for g in list(self.groups.values()):
+            g.tick(now)
+            self._after(g)
+        if self.groups:
+            self.core.purgatory.check([_key(g) for g in self.groups])
+
+    # --- writes --------------------------------------------------------------------------------------
+    def _append(self, p: Partition, recs: list[tuple[bytes, bytes]], version: int,
+                on_done: Callable[[Err, int], Body]) -> Deferred:
+        """Append `recs` as leader; `on_done(err, base offset)` runs once HW covers them (or cannot)."""
+        now = self._now()
+        if self.core.replication.accepts_produce(p) != Err.NONE:
+            body = on_done(Err.COORDINATOR_NOT_AVAILABLE, -1)
+            return Deferred(lambda: True, lambda _t: body, now, version, done=True)
+        b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=0, producer_id=-1,
+                                      producer_epoch=-1, base_sequence=-1, batch_size=2**31 - 1)
+        ts = self.core.clock.now_ms()
+        for i, (k, v) in enumerate(recs):
+            b.append(i, timestamp=ts, key=k, value=v, headers=[])
+        epoch = p.leader_epoch
+        info = p.log.append_as_leader(bytes(b.build()), epoch)
+        end = info.last_offset + 1
+
+        def lost() -> bool:
+            return not p.is_leader() or p.leader_epoch != epoch
+
+        def complete(timed_out: bool) -> Body:
+            err = Err.NOT_COORDINATOR if lost() else Err.COORDINATOR_NOT_AVAILABLE if p.hw < end else Err.NONE
+            return on_done(err, info.base_offset)
+
+        d = Deferred(lambda: p.hw >= end or lost(), complete, now + self.cfg.offsets_commit_timeout_ms, version,
+                     frozenset({p.tp}))
+        self.core.replication.on_leader_append(p)
+        self.core.purgatory.check([p.tp])
+        return self.core.purgatory.add(d)
+
+    def _after(self, g: Group) -> None:
+        """Write the group's record if the state machine asked for it."""
+        if not g.write_wanted:
+            return
+        g.write_wanted = False
+        gen = g.generation
+        p = self._owned(self._partition_of(g.group_id))
+
+        def done(err: Err, _base: int) -> Body:
+            g.written(self._now(), gen, err)
+            self.core.purgatory.check([_key(g.group_id)])
+            return {}
+
+        if p is None:
+            done(Err.NOT_COORDINATOR, -1)
+        else:
+            self._append(p, [records.group_record(g.group_id, g.snapshot())], 0, done)
+
+    def _wait(self, version: int, w: Waiter, group: str, wait_ms: int,
+              body: Callable[[dict[str, Any]], Body]) -> Reply:
+
+        if w.result is not None:
+            return Reply(version, body(w.result))
+
+        def complete(timed_out: bool) -> Body:
+            return body(w.result if w.result is not None else {"error_code": int(Err.REBALANCE_IN_PROGRESS)})
+
+        d = Deferred(lambda: w.result is not None, complete, self._now() + wait_ms + SLACK_MS, version,
+                     frozenset({_key(group)}))
+        return Reply(version, deferred=self.core.purgatory.add(d))
+
+    def _new_member_id(self, client_id: str) -> str:
+        """Unique across coordinators and restarts: broker id, a counter, and the monotonic clock."""
+        self._seq += 1
+        return f"{client_id}-{self.cfg.broker_id}.{self._seq}-{self._now()}"
+
+    # --- FindCoordinator ---------------------------------------------------------------------------
+    def find_coordinator(self, version: int, req: Any) -> Reply:
+
+        key_type = req.key_type if version >= 1 else 0
+        keys = list(req.coordinator_keys) if version >= 4 else [req.key]
+        found = []
+        for key in keys:
+            err, msg, node = self._coordinator_for(key, key_type)
+            found.append({"key": key, "node_id": node[0], "host": node[1], "port": node[2], "error_code": int(err),
+                          "error_message": msg})
+        if version >= 4:
+            return Reply(version, {"throttle_time_ms": 0, "coordinators": found})
+        one = dict(found[0])
+        del one["key"]
+        return Reply(version, {"throttle_time_ms": 0, **one})
+
+    def _coordinator_for(self, key: str, key_type: int) -> tuple[Err, str | None, tuple[int, str, int]]:
+        none = (-1, "", -1)
+        if key_type != 0:
+            return Err.INVALID_REQUEST, "only group coordinators (key type 0): no transactions here", none
+        if not key:
+            return Err.INVALID_GROUP_ID, "empty group id", none
+        metas = self.core.metadata.topics.get(OFFSETS_TOPIC)
+        if metas is None:
+            self._create_offsets_topic()
+            metas = self.core.metadata.topics.get(OFFSETS_TOPIC)
+            if metas is None:
+                return Err.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC} is being created", none
+        m = metas.get(records.partition_for(key, len(metas)))
+        b = self.core.metadata.brokers.get(m.leader) if m is not None else None
+        if b is None:
+            return Err.COORDINATOR_NOT_AVAILABLE, "the group's partition has no leader", none
+        return Err.NONE, None, (b.broker_id, b.host, b.port)
+
+    def _create_offsets_topic(self) -> None:
+        rf = 1 if self.cfg.standalone else self.cfg.offsets_topic_replication_factor
+        if rf > len(self.core.metadata.brokers):
+            log.warning("%s needs %d live brokers, %d are", OFFSETS_TOPIC, rf, len(self.core.metadata.brokers))
+            return
+        err = self.core.replication.create_topic(OFFSETS_TOPIC, self.cfg.offsets_topic_num_partitions, rf, {})
+        if err not in (Err.NONE, Err.TOPIC_ALREADY_EXISTS):
+            log.warning("cannot create %s: %s", OFFSETS_TOPIC, err.name)
+
+    # --- JoinGroup, SyncGroup, Heartbeat, LeaveGroup -------------------------------------------------
+    def join_group(self, version: int, req: Any) -> Reply:
+
+        def body(r: dict[str, Any]) -> Body:
+            return {"throttle_time_ms": 0, "error_code": r["error_code"], "generation_id": r.get("generation_id", -1),
+                    "protocol_name": r.get("protocol_name") or "", "leader": r.get("leader", ""),
+                    "member_id": r.get("member_id", req.member_id), "members": r.get("members", [])}
+
+        gid = req.group_id
+        err = self._coordinator_error(gid)
+        if err == Err.NONE and not (self.cfg.group_min_session_timeout_ms <= req.session_timeout_ms
+                                    <= self.cfg.group_max_session_timeout_ms):
+            err = Err.INVALID_SESSION_TIMEOUT
+        g = self.groups.get(gid)
+        if err == Err.NONE and g is None and req.member_id:
+            err = Err.UNKNOWN_MEMBER_ID
+        if err != Err.NONE:
+            return Reply(version, body({"error_code": int(err)}))
+        if g is None:
+            g = self.groups[gid] = Group(gid, self.cfg.group_initial_rebalance_delay_ms)
+        rebalance_ms = req.rebalance_timeout_ms if version >= 1 else req.session_timeout_ms
+        a = JoinArgs(req.member_id, req.header.client_id or "", self.core.client_host, req.session_timeout_ms,
+                     rebalance_ms, req.protocol_type, tuple((p.name, bytes(p.metadata)) for p in req.protocols),
+                     require_known_member_id=version >= 4)
+        w = g.join(self._now(), a, self._new_member_id)
+        self._after(g)
+        self.core.purgatory.check([_key(gid)])
+        return self._wait(version, w, gid, max(rebalance_ms, self.cfg.group_initial_rebalance_delay_ms), body)
+
+    def sync_group(self, version: int, req: Any) -> Reply:
+
+        def body(r: dict[str, Any]) -> Body:
+            return {"throttle_time_ms": 0, "error_code": r["error_code"], "assignment": r.get("assignment", b"")}
+
+        gid = req.group_id
+        err = self._coordinator_error(gid)
+        g = self.groups.get(gid)
+        if err == Err.NONE and g is None:
+            err = Err.UNKNOWN_MEMBER_ID
+        if err != Err.NONE or g is None:
+            return Reply(version, body({"error_code": int(err)}))
+        w = g.sync(self._now(), req.member_id, req.generation_id,
+                   {a.member_id: bytes(a.assignment) for a in req.assignments})
+        self._after(g)
+        self.core.purgatory.check([_key(gid)])
+        m = g.members.get(req.member_id)
+        return self._wait(version, w, gid, m.session_timeout_ms if m else 0, body)
+
+    def heartbeat(self, version: int, req: Any) -> Reply:
+
+        err = self._coordinator_error(req.group_id)
+        if err == Err.NONE:
+            g = self.groups.get(req.group_id)
+            err = g.heartbeat(self._now(), req.member_id, req.generation_id) if g else Err.UNKNOWN_MEMBER_ID
+        return Reply(version, {"throttle_time_ms": 0, "error_code": int(err)})
+
+    def leave_group(self, version: int, req: Any) -> Reply:
+
+        err = self._coordinator_error(req.group_id)
+        if err == Err.NONE:
+            g = self.groups.get(req.group_id)
+            err = g.leave(self._now(), req.member_id) if g else Err.UNKNOWN_MEMBER_ID
+            if g is not None:
+                self._after(g)
+                self.core.purgatory.check([_key(req.group_id)])
+        return Reply(version, {"throttle_time_ms": 0, "error_code": int(err)})
+
+    # --- OffsetCommit, OffsetFetch -------------------------------------------------------------------
+    def offset_commit(self, version: int, req: Any) -> Reply:
+
+        gid = req.group_id
+        asked = [(t.name, pp.partition_index, pp.committed_offset,
+                  pp.committed_leader_epoch if version >= 6 else -1, pp.committed_metadata or "")
+                 for t in req.topics for pp in t.partitions]
+        errors: dict[tuple[str, int], Err] = {}
+
+        def body() -> Body:
+            out: dict[str, list[dict[str, Any]]] = {}
+            for t, i, *_ in asked:
+                out.setdefault(t, []).append({"partition_index": i, "error_code": int(errors[(t, i)])})
+            return {"throttle_time_ms": 0, "topics": [{"name": t, "partitions": ps} for t, ps in out.items()]}
+
+        generation = req.generation_id_or_member_epoch if version >= 1 else -1
+        member = req.member_id if version >= 1 else ""
+        err = self._coordinator_error(gid)
+        g = self.groups.get(gid)
+        if err == Err.NONE:
+            if g is None and generation < 0:
+                g = self.groups[gid] = Group(gid, self.cfg.group_initial_rebalance_delay_ms)
+            err = g.may_commit(self._now(), member, generation) if g is not None else Err.ILLEGAL_GENERATION
+        if err != Err.NONE:
+            errors.update({(t, i): err for t, i, *_ in asked})
+            return Reply(version, body())
+        recs: list[tuple[bytes, bytes]] = []
+        written: list[tuple[OffsetKey, OffsetValue]] = []
+        for t, i, off, epoch, meta in asked:
+            if len(meta.encode()) > self.cfg.offset_metadata_max_bytes:
+                errors[(t, i)] = Err.OFFSET_METADATA_TOO_LARGE
+                continue
+            k, v = OffsetKey(gid, t, i), OffsetValue(off, epoch, meta, self.core.clock.now_ms())
+            written.append((k, v))
+            recs.append(records.offset_record(k, v))
+        p = self._owned(self._partition_of(gid))
+        if not recs or p is None:
+            return Reply(version, body())
+        pidx, epoch_at = p.tp.partition, p.leader_epoch
+
+        def done(err: Err, base: int) -> Body:
+            if err == Err.NONE and self.loaded.get(pidx) == epoch_at:
+                for n, (k, v) in enumerate(written):
+                    self._remember(k, v, base + n)
+            for k, _ in written:
+                errors[(k.topic, k.partition)] = err
+            return body()
+
+        return Reply(version, deferred=self._append(p, recs, version, done))
+
+    def offset_fetch(self, version: int, req: Any) -> Reply:
+
+        gid = req.group_id
+        err = self._coordinator_error(gid)
+        wanted: list[tuple[str, list[int]]]
+        offs = self.offsets.get(gid, {})
+        if req.topics is None:
+            by_topic: dict[str, list[int]] = {}
+            for t, i in sorted(offs):
+                by_topic.setdefault(t, []).append(i)
+            wanted = list(by_topic.items())
+        else:
+            wanted = [(t.name, list(t.partition_indexes)) for t in req.topics]
+        if err != Err.NONE and version >= 2:
+            return Reply(version, {"throttle_time_ms": 0, "error_code": int(err), "topics": []})
+        topics = []
+        for t, idxs in wanted:
+            parts = []
+            for i in idxs:
+                c = offs.get((t, i)) if err == Err.NONE else None
+                parts.append({"partition_index": i, "committed_offset": c.offset if c else -1,
+                              "committed_leader_epoch": c.leader_epoch if c else -1,
+                              "metadata": c.metadata if c else "", "error_code": int(err)})
+            topics.append({"name": t, "partitions": parts})
+        return Reply(version, {"throttle_time_ms": 0, "error_code": 0, "topics": topics})
+
+    # --- ListGroups, DescribeGroups ------------------------------------------------------------------
+    def list_groups(self, version: int, req: Any) -> Reply:
+
+        for pidx in list(self.loaded):
+            self._owned(pidx)
+        states = {s.lower() for s in req.states_filter} if version >= 4 and req.states_filter else None
+        listed = [{"group_id": g.group_id, "protocol_type": g.protocol_type or "", "group_state": g.state.value}
+                  for g in self.groups.values() if states is None or g.state.value.lower() in states]
+        return Reply(version, {"throttle_time_ms": 0, "error_code": 0, "groups": listed})
+
+    def describe_groups(self, version: int, req: Any) -> Reply:
+
+        out = []
+        for gid in req.groups:
+            err = self._coordinator_error(gid)
+            g = self.groups.get(gid) if err == Err.NONE else None
+            # authorized_operations is left to the codec's default (-2^31: not known)
+            d: dict[str, Any] = {"error_code": int(err), "group_id": gid, "group_state": "", "protocol_type": "",
+                                 "protocol_data": "", "members": []}
+            if err == Err.NONE:
+                d["group_state"] = g.state.value if g is not None else "Dead"
+            if g is not None:
+                d.update(protocol_type=g.protocol_type or "", protocol_data=g.protocol or "", members=[
+                    {"member_id": m.member_id, "group_instance_id": None, "client_id": m.client_id,
+                     "client_host": m.client_host, "member_metadata": m.metadata(g.protocol),
+                     "member_assignment": m.assignment} for m in g.members.values()])
+            out.append(d)
+        return Reply(version, {"throttle_time_ms": 0, "groups": out})
+
+
+def _key(group: str) -> Hashable:
+    """The purgatory key of a group's waiting JoinGroup/SyncGroup answers."""
+    return ("group", group)
