@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, HistoryError
-from results.validate import Validation, validate_history
+from kernel.checker import describe
+from kernel.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, EnvironmentProblem, HistoryError, UsageError
+from kernel.history import HistoryScan, scan
 
 log = logging.getLogger(__name__)
 EXAMPLES = 8
@@ -73,31 +74,74 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class RunFiles:
+    """Where a check reads from and writes to.
+
+    `out` is where results.json, perf/ and the elle export go: the run directory itself when the
+    history is that directory's own `history.jsonl`, else only a directory the user named with
+    `--out` (None: print the verdict, write nothing) — so checking `RUN/other.jsonl` can never
+    overwrite RUN's results.
+    """
+
     root: Path
     history: Path
     test_json: dict[str, Any] | None
     replicas: Path | None
+    out: Path | None
 
 
-def locate(path: Path) -> RunFiles:
+def locate(path: Path, out: Path | None = None) -> RunFiles:
     """A run dir, a dir holding history.jsonl, or a history file itself."""
     if path.is_dir():
         hist = path / "history.jsonl"
         root = path
-    elif path.is_file():
+    elif path.exists():
         hist, root = path, path.parent
     else:
-        raise HistoryError(f"{path} does not exist")
+        raise UsageError(f"{path} does not exist; name a run directory or a history.jsonl file")
     if not hist.is_file():
-        raise HistoryError(f"{path} has no history.jsonl")
-    tj = None
-    if (root / "test.json").is_file() and hist.name == "history.jsonl":
-        try:
-            tj = json.loads((root / "test.json").read_text())
-        except ValueError as e:
-            raise HistoryError(f"{root / 'test.json'} is not valid JSON: {e}") from None
-    reps = root / "replicas" if (root / "replicas").is_dir() and hist.name == "history.jsonl" else None
-    return RunFiles(root, hist, tj, reps)
+        raise UsageError(f"{path} has no history.jsonl; name a run directory or a history file")
+    own = hist.name == "history.jsonl"
+    tj = _test_json(root / "test.json") if own else None
+    reps = root / "replicas" if own and (root / "replicas").is_dir() else None
+    dest = out if out is not None else (root if own else None)
+    if dest is not None:
+        _check_writable(dest)
+    return RunFiles(root, hist, tj, reps, dest)
+
+
+def _test_json(path: Path) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_bytes())
+    except (ValueError, RecursionError, OSError) as e:
+        raise HistoryError(f"{path} is not readable JSON ({type(e).__name__}); the run cannot be judged") from None
+    if not isinstance(data, dict):
+        raise HistoryError(f"{path} holds a {type(data).__name__}, not a run's JSON object; the run cannot be judged")
+    cfg = data.get("config", {})
+    if not isinstance(cfg, dict):
+        raise HistoryError(f"{path}: its config is not a JSON object; the run cannot be judged")
+    return data
+
+
+def _check_writable(dest: Path) -> None:
+    """Refuse before any work: results.json must be a file we may replace, the directory writable."""
+    import os
+
+    if dest.exists() and not dest.is_dir():
+        raise UsageError(f"--out {dest} exists and is not a directory")
+    for name in ("results.json", "perf"):
+        target = dest / name
+        if name == "results.json" and target.exists() and not target.is_file():
+            raise UsageError(f"{target} exists and is not a file; move it away or check with --out DIR")
+        if name == "perf" and target.exists() and not target.is_dir():
+            raise UsageError(f"{target} exists and is not a directory; move it away or check with --out DIR")
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise EnvironmentProblem(f"cannot create {dest}: {e.strerror or e}") from None
+    if not os.access(dest, os.W_OK | os.X_OK):
+        raise EnvironmentProblem(f"cannot write into {dest} (read-only?); check with --out DIR to write elsewhere")
 
 
 def bad_types(test_json: dict[str, Any] | None, *, drained: bool = True) -> list[str]:
@@ -168,24 +212,70 @@ def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[str, dict[str, Any
 
 
 def check_run(
-    path: Path, *, spark_master: str | None = None, elle_cli: str | None = None, write: bool = True, perf: bool = True
+    path: Path,
+    *,
+    spark_master: str | None = None,
+    elle_cli: str | None = None,
+    write: bool = True,
+    perf: bool = True,
+    out: Path | None = None,
 ) -> CheckResult:
+    """Judge one history. Writes results.json/perf/ into the run directory (or `out`) when `write`.
+
+    The strict reader runs first, in Python, so a malformed line stops the check with a
+    HistoryError (exit 2) before Spark starts, and Spark only ever parses well-formed lines.
+    """
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    files = locate(path, out)
+    facts: HistoryScan = scan(files.history)
+    timings["validate"] = time.perf_counter() - t0
+    dest = files.out if write else None
+    warnings = list(facts.warnings)
+    incomplete = facts.incomplete
+    if files.test_json is not None and files.test_json.get("complete") is False:
+        warnings.append("test.json says the run did not complete")
+        incomplete = True
+    if facts.client_ops == 0:
+        reason = "the history has no client operations: nothing was tested, so nothing can be judged"
+        result = CheckResult("unknown", {}, [], [*warnings, reason], {"status": "skipped", "detail": reason},
+                             {}, dest, timings)
+        _write(result, dest)
+        return result
+    found, crashed, perf_summary, elle = _judge(files, dest, warnings, timings, spark_master, elle_cli, perf)
+    bad = bad_types(files.test_json, drained=facts.final_ops > 0 and not incomplete)
+    if "unseen" in found and "unseen" not in bad:
+        warnings.append("unseen values are not judged: the history has no complete final drain")
+    bad_found = sorted(t for t in found if t in bad)
+    if bad_found or elle["status"] == "invalid":
+        valid: bool | str = False
+    elif incomplete or crashed or elle["status"] == "unknown":
+        valid = "unknown"
+    else:
+        valid = True
+    timings = {k: round(v, 3) for k, v in timings.items()}
+    result = CheckResult(valid, found, bad_found, warnings, elle, perf_summary, dest, timings)
+    _write(result, dest)
+    return result
+
+
+def _judge(
+    files: RunFiles,
+    dest: Path | None,
+    warnings: list[str],
+    timings: dict[str, float],
+    spark_master: str | None,
+    elle_cli: str | None,
+    perf: bool,
+) -> tuple[dict[str, dict[str, Any]], list[str], dict[str, Any], dict[str, Any]]:
+    import tempfile
+
     from results import anomalies
     from results.elle import run_elle
     from results.frames import load_frames
     from results.perf import perf_facts
     from results.spark import get_spark
 
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    files = locate(path)
-    val: Validation = validate_history(files.history)
-    timings["validate"] = time.perf_counter() - t0
-    warnings = list(val.warnings)
-    incomplete = val.incomplete
-    if files.test_json is not None and files.test_json.get("complete") is False:
-        warnings.append("test.json says the run did not complete")
-        incomplete = True
     t0 = time.perf_counter()
     spark = get_spark(spark_master)
     timings["spark_session"] = time.perf_counter() - t0
@@ -200,31 +290,32 @@ def check_run(
     timings["checkers"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     perf_summary: dict[str, Any] = {}
-    if perf and write:
+    if perf and dest is not None:
         try:
-            perf_summary = perf_facts(fr, files.root / "perf")
+            perf_summary = perf_facts(fr, dest / "perf", files.test_json)
         except Exception as e:
             warnings.append(f"performance facts failed: {type(e).__name__}: {e}")
     fr.unpersist()
     timings["perf"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    elle = run_elle(files.history, files.root, elle_cli).to_json()
-    timings["elle"] = time.perf_counter() - t0
-    bad = bad_types(files.test_json, drained=val.final_ops > 0 and not incomplete)
-    if "unseen" in found and "unseen" not in bad:
-        warnings.append("unseen values are not judged: the history has no complete final drain")
-    bad_found = sorted(t for t in found if t in bad)
-    if bad_found or elle["status"] == "invalid":
-        valid: bool | str = False
-    elif incomplete or crashed or elle["status"] == "unknown":
-        valid = "unknown"
+    if dest is not None:
+        elle = run_elle(files.history, dest, elle_cli).to_json()
     else:
-        valid = True
-    timings = {k: round(v, 3) for k, v in timings.items()}
-    result = CheckResult(valid, found, bad_found, warnings, elle, perf_summary, files.root, timings)
-    if write:
-        (files.root / "results.json").write_text(json.dumps(result.to_json(), indent=2, default=str))
-    return result
+        with tempfile.TemporaryDirectory(prefix="chaos-elle-") as tmp:
+            elle = run_elle(files.history, Path(tmp), elle_cli).to_json()
+    timings["elle"] = time.perf_counter() - t0
+    return found, crashed, perf_summary, elle
+
+
+def _write(result: CheckResult, dest: Path | None) -> None:
+    if dest is None:
+        return
+    tmp = dest / "results.json.tmp"
+    try:
+        tmp.write_text(json.dumps(result.to_json(), indent=2, default=str))
+        tmp.replace(dest / "results.json")
+    except OSError as e:
+        raise EnvironmentProblem(f"cannot write {dest / 'results.json'}: {e.strerror or e}") from None
 
 
 def print_verdict(result: CheckResult) -> None:
@@ -241,8 +332,8 @@ def print_verdict(result: CheckResult) -> None:
     for w in result.warnings:
         console.print(f"[yellow]warning:[/] {w}")
     console.print(f"elle-cli: {result.elle.get('status')} ({result.elle.get('detail')})")
-    colour = {True: "green", False: "red"}.get(result.valid, "yellow")  # type: ignore[call-overload]
-    label = {True: "VALID", False: "INVALID"}.get(result.valid, "UNKNOWN")  # type: ignore[call-overload]
+    label = describe(result.valid)
+    colour = {"VALID": "green", "INVALID": "red"}.get(label, "yellow")
     console.print(
         f"[bold {colour}]{label}[/]" + (f" — results in {result.run_dir / 'results.json'}" if result.run_dir else "")
     )

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.history import NEMESIS
+from kernel.history import Op, OpType, Read, pairs, read_ops, reads, writes
 
 TIMEOUT_S = 600
 
@@ -36,16 +36,15 @@ class ElleResult:
         return {"status": self.status, "detail": self.detail, "output": self.output[-4000:]}
 
 
-def _mops(op: dict[str, Any]) -> list[list[Any]]:
-    """An op's micro-ops in elle's list-append terms (reads only from completions that started at 0)."""
-    out: list[list[Any]] = []
-    for m in op.get("value") or []:
-        if m[0] == "send":
-            out.append(["append", m[1], m[2][1] if isinstance(m[2], list) else m[2]])
-        elif m[0] == "poll" and len(m) > 1 and isinstance(m[1], dict):
-            for k, pairs in m[1].items():
-                if pairs and pairs[0][0] == 0:
-                    out.append(["r", int(k), [v for _, v in pairs]])
+def _mops(op: Op) -> list[list[Any]]:
+    """An op's micro-ops in elle's list-append terms (reads only of keys read from offset 0)."""
+    out: list[list[Any]] = [["append", w.key, w.value] for w in writes(op)]
+    prefixes: dict[int, list[Read]] = {}
+    for r in reads(op):
+        prefixes.setdefault(r.key, []).append(r)
+    for k, rs in prefixes.items():
+        if rs[0].offset == 0:
+            out.append(["r", k, [r.value for r in rs]])
     return out
 
 
@@ -54,50 +53,26 @@ def export_list_append(history: Path) -> list[dict[str, Any]]:
 
     Sends become appends (their invoke and completion carry the same append). A poll becomes a read
     transaction only if it completed ok and read some key from offset 0; its invoke then carries the
-    same reads with `null` values, as elle expects. Nemesis and assign ops are dropped.
+    same reads with `null` values, as elle expects. Nemesis, assign and subscribe ops are dropped;
+    an invoke that never completed becomes an `info` (indeterminate) append.
     """
-    pending: dict[str, dict[str, Any]] = {}
-    pairs: list[tuple[int, dict[str, Any], int, dict[str, Any]]] = []
-    for line in history.read_text().splitlines():
-        if not line.strip():
+    events: list[tuple[int, dict[str, Any]]] = []
+    for inv, done in pairs(read_ops(history)):
+        if inv.f not in ("send", "poll", "txn"):
             continue
-        try:
-            op = json.loads(line)
-        except ValueError:
-            continue  # a torn tail; validation already reported it
-        proc = str(op.get("process"))
-        if proc == NEMESIS or op.get("f") not in ("send", "poll", "txn"):
+        if done is None:
+            appends = [m for m in _mops(inv) if m[0] == "append"]
+            if appends:
+                events.append((inv.index, {"type": "invoke", "f": "txn", "process": inv.process, "value": appends}))
+                events.append((2**62, {"type": "info", "f": "txn", "process": inv.process, "value": appends}))
             continue
-        if op["type"] == "invoke":
-            pending[proc] = op
+        mops = _mops(done) if done.type is OpType.OK else [m for m in _mops(inv) if m[0] == "append"]
+        if not mops:
             continue
-        inv = pending.pop(proc, None)
-        if inv is None:
-            continue
-        done = _mops(op) if op["type"] == "ok" else [m for m in _mops(inv) if m[0] == "append"]
-        if not done:
-            continue
-        invoked = [[m[0], m[1], None] if m[0] == "r" else m for m in done]
-        pairs.append(
-            (
-                inv["index"],
-                {"type": "invoke", "f": "txn", "process": op["process"], "value": invoked},
-                op["index"],
-                {"type": op["type"], "f": "txn", "process": op["process"], "value": done},
-            )
-        )
-    for inv in pending.values():  # never completed: an indeterminate (info) append
-        appends = [m for m in _mops(inv) if m[0] == "append"]
-        if appends:
-            pairs.append(
-                (
-                    inv["index"],
-                    {"type": "invoke", "f": "txn", "process": inv["process"], "value": appends},
-                    2**62,
-                    {"type": "info", "f": "txn", "process": inv["process"], "value": appends},
-                )
-            )
-    events = sorted([(i, o) for i, o, _, _ in pairs] + [(j, c) for _, _, j, c in pairs], key=lambda e: e[0])
+        invoked = [[m[0], m[1], None] if m[0] == "r" else m for m in mops]
+        events.append((inv.index, {"type": "invoke", "f": "txn", "process": inv.process, "value": invoked}))
+        events.append((done.index, {"type": str(done.type), "f": "txn", "process": done.process, "value": mops}))
+    events.sort(key=lambda e: e[0])
     return [{"index": n, **o} for n, (_, o) in enumerate(events)]
 
 
@@ -119,6 +94,9 @@ def run_elle(history: Path, work_dir: Path, explicit: str | None = None) -> Elle
     cmd = elle_command(explicit)
     if cmd is None:
         return ElleResult("skipped", "elle-cli not installed (set ELLE_CLI or --elle-cli to run it)")
+    for c in cmd:
+        if (c == cmd[0] or c.endswith(".jar")) and "/" in c and not Path(c).exists():
+            return ElleResult("unknown", f"elle-cli is named as {c}, which does not exist")
     export = write_export(history, work_dir / "history.elle.json")
     full = [*cmd, "--model", "list-append", "--consistency-models", "serializable", str(export)]
     try:
@@ -132,11 +110,13 @@ def run_elle(history: Path, work_dir: Path, explicit: str | None = None) -> Elle
 
 
 def parse_elle_output(text: str, returncode: int) -> ElleResult:
-    """elle-cli prints `<file>\\ttrue|false|:unknown` and exits 0 when valid, 1 when invalid."""
+    """elle-cli prints `<file>\\ttrue|false|unknown`. Its exit code alone proves nothing (1 is also
+    "bad option", 255 any exception), so only a printed `false` is "invalid"; anything we cannot read
+    as a verdict is "unknown" with what it said."""
     last = text.strip().splitlines()[-1] if text.strip() else ""
-    verdict = last.split()[-1] if last else ""
+    verdict = last.split()[-1].lstrip(":") if last else ""
     if verdict == "true" and returncode == 0:
         return ElleResult("valid", "elle-cli found no anomalies", text)
-    if verdict == "false" or returncode == 1:
+    if verdict == "false" and returncode == 1:
         return ElleResult("invalid", "elle-cli found anomalies", text)
-    return ElleResult("unknown", f"elle-cli said {last!r} (exit {returncode})", text)
+    return ElleResult("unknown", f"elle-cli gave no verdict: {last[:200]!r} (exit {returncode})", text)

@@ -22,18 +22,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-OP_SCHEMA = T.StructType(
-    [
-        T.StructField("index", T.LongType()),
-        T.StructField("time", T.LongType()),
-        T.StructField("process", T.StringType()),
-        T.StructField("type", T.StringType()),
-        T.StructField("f", T.StringType()),
-        T.StructField("value", T.StringType()),
-        T.StructField("final", T.BooleanType()),
-    ]
-)
-POLL_MAP = "map<string,array<array<long>>>"
+from kernel.history.spark import client_tables
+
 REPLICA_SCHEMA = T.StructType(
     [
         T.StructField("offset", T.LongType()),
@@ -62,97 +52,8 @@ class Frames:
 
 
 def load_frames(spark: Any, history: Path, replicas_dir: Path | None) -> Frames:
-    lines = spark.read.text(str(history)).where(F.length(F.trim("value")) > 0)
-    ops = lines.select(F.from_json("value", OP_SCHEMA).alias("j")).select("j.*").where(F.col("index").isNotNull())
-    client = ops.where(F.col("process") != "nemesis")
-    w = Window.partitionBy("process").orderBy("index")
-    paired = client.select(
-        "*",
-        F.lag("index").over(w).alias("inv_index"),
-        F.lag("time").over(w).alias("inv_time"),
-        F.lag("value").over(w).alias("inv_value"),
-        F.lag("type").over(w).alias("inv_type"),
-    )
-    comp = (
-        paired.where((F.col("type") != "invoke") & (F.col("inv_type") == "invoke"))
-        .select(
-            "index",
-            "inv_index",
-            "process",
-            "type",
-            "f",
-            "time",
-            "inv_time",
-            (F.col("time") - F.col("inv_time")).alias("latency"),
-            "value",
-            "inv_value",
-            F.coalesce("final", F.lit(False)).alias("final"),
-        )
-        .cache()
-    )
-    # unfinished invokes (a crashed run) count as info: their sends may have happened
-    unfinished = (
-        paired.select("*", F.lead("type").over(w).alias("next_type"))
-        .where((F.col("type") == "invoke") & F.col("next_type").isNull())
-        .select(
-            F.col("index").alias("inv_index"),
-            "process",
-            F.lit("info").alias("type"),
-            "f",
-            F.col("value").alias("inv_value"),
-            F.lit(None).cast("string").alias("value"),
-            "index",
-        )
-    )
-    send_src = comp.select("inv_index", "process", "type", "f", "inv_value", "value", "index").unionByName(unfinished)
-    sends = (
-        send_src.where(F.col("f").isin("send", "txn"))
-        .select(
-            "process",
-            "index",
-            "type",
-            F.posexplode(F.from_json("inv_value", "array<string>")).alias("pos", "imop"),
-            F.from_json("value", "array<string>").alias("cmops"),
-        )
-        .select(
-            "process",
-            "index",
-            "type",
-            "pos",
-            F.from_json("imop", "array<string>").alias("im"),
-            F.from_json(F.get("cmops", F.col("pos")), "array<string>").alias("cm"),
-        )
-        .where(F.get("im", 0) == "send")
-        .select(
-            "process",
-            "index",
-            "type",
-            "pos",
-            F.get("im", 1).cast("long").alias("key"),
-            F.get("im", 2).cast("long").alias("value"),
-            F.when(F.col("type") == "ok", F.get(F.from_json(F.get("cm", 2), "array<long>"), 0)).alias("offset"),
-        )
-        .cache()
-    )
-    polls = (
-        comp.where((F.col("type") == "ok") & F.col("f").isin("poll", "txn"))
-        .select("process", "index", "final", F.explode(F.from_json("value", "array<string>")).alias("mop"))
-        .select("process", "index", "final", F.from_json("mop", "array<string>").alias("m"))
-        .where(F.get("m", 0) == "poll")
-        .select("process", "index", "final", F.explode(F.from_json(F.get("m", 1), POLL_MAP)).alias("k", "pairs"))
-        .select(
-            "process",
-            "index",
-            "final",
-            F.col("k").cast("long").alias("key"),
-            F.posexplode("pairs").alias("pos", "pair"),
-        )
-        .select(
-            "process", "index", "final", "key", "pos", F.get("pair", 0).alias("offset"), F.get("pair", 1).alias("value")
-        )
-        .cache()
-    )
-    assigns = comp.where((F.col("f") == "assign") & (F.col("type") == "ok")).select("process", "index")
+    t = client_tables(spark, history)
+    ops, comp, sends, polls, assigns = t.ops, t.comp, t.sends, t.polls, t.assigns
     reps = load_replicas(spark, replicas_dir) if replicas_dir is not None and replicas_dir.is_dir() else None
     vo = (
         sends.where(F.col("offset").isNotNull())

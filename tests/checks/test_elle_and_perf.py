@@ -90,6 +90,6 @@ def test_perf_facts_from_a_history_with_a_fault_window(spark: Any, tmp_path: Pat
     avail = pd.read_parquet(run / "perf" / "availability.parquet")
     assert avail["availability"].between(0, 1).all()
     faults = json.loads((run / "perf" / "faults.json").read_text())
-    assert len(faults) == 1 and faults[0]["kind"] == "partition"
+    assert len(faults) == 1 and faults[0]["family"] == "partition"
     assert faults[0]["recovery_s"] is not None and faults[0]["recovery_s"] > 0
     assert r.perf["fault_windows"] == 1

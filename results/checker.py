@@ -1,0 +1,42 @@
+"""The run's checker as the orchestrator sees it (`kernel.checker.Checker`): Spark checks + elle-cli,
+then the plots, report and store index (`results.present.render_run`)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from results.check import CheckResult, check_run, print_verdict
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class KafkaChecker:
+    """Jepsen's Kafka anomalies on Spark, folded with elle-cli where installed."""
+
+    spark_master: str | None = None
+    elle_cli: str | None = None
+
+    def check(self, run_dir: Path) -> CheckResult:
+        result = check_run(run_dir, spark_master=self.spark_master, elle_cli=self.elle_cli)
+        render(run_dir)
+        return result
+
+    def print(self, verdict: Any) -> None:
+        print_verdict(verdict)
+        report = Path(verdict.run_dir or ".") / "report.html"
+        if verdict.run_dir is not None and report.is_file():
+            print(f"report: {report}", flush=True)
+
+
+def render(run_dir: Path) -> None:
+    """Plots, report and index; the verdict is already written, so a failure here is a warning only."""
+    from results.present import render_run
+
+    try:
+        render_run(run_dir)
+    except Exception as e:  # a broken plot must not turn a checked run into a crashed one
+        log.warning("the report for %s could not be written: %s: %s", run_dir, type(e).__name__, e)

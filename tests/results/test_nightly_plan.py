@@ -1,0 +1,147 @@
+"""The nightly without Docker: the matrix a TOML file makes, the budget that skips what does not fit,
+a crashing run that becomes a JUnit <error> while the night goes on, and the JUnit XML itself."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.nightly import plan_from
+from kernel.errors import UsageError
+from kernel.spec import load_toml
+from results.junit import Case, junit_xml
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAOS = str(Path(sys.executable).parent / "chaos")
+
+MATRIX: dict[str, Any] = {
+    "name": "nn",
+    "seeds": [1, 2],
+    "workloads": ["queue", "hotkey"],
+    "base": {"nodes": 3, "time-limit": 20},
+    "nemeses": {"kills": ["kill-controller"], "parts": ["partition"]},
+    "configs": {"default": {}, "canary": {"bugs": ["ack-before-replication"], "workloads": ["hotkey"],
+                                          "nemeses": ["kills"], "seeds": [2]}},
+}
+
+
+def test_matrix_is_workloads_x_nemeses_x_configs_x_seeds_seed_by_seed() -> None:
+    plan = plan_from(MATRIX, store="/tmp/s")
+    labels = [(c.seed, c.label) for c in plan.cells]
+    assert labels == [
+        (1, "queue/kills/default"), (1, "queue/parts/default"), (1, "hotkey/kills/default"),
+        (1, "hotkey/parts/default"),
+        (2, "queue/kills/default"), (2, "queue/parts/default"), (2, "hotkey/kills/default"),
+        (2, "hotkey/parts/default"), (2, "hotkey/kills/canary"),
+    ]
+    canary = plan.cells[-1].spec
+    assert canary.bugs == ("ack-before-replication",) and canary.nemesis == ("kill-controller",)
+    assert canary.name == "hotkey-kills-canary" and canary.seed == 2 and canary.time_limit == 20
+    assert {c.spec.store for c in plan.cells} == {"/tmp/s"}
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"colour": "red"}, "unknown nightly setting"),
+    ({"base": {"seed": 3}}, "may not set seed"),
+    ({"base": {"nodes": 0}}, "nodes must be between"),
+    ({"configs": {"x": {"nemeses": ["nope"]}}}, "nemesis mix 'nope'"),
+    ({"configs": {"x": {"frobnicate": 1}}}, "unknown run setting"),
+    ({"workloads": ["nosuch"]}, "unknown workload"),
+    ({"nemeses": {"bad": ["kill-everything"]}}, "unknown nemesis"),
+    ({"seeds": []}, "non-empty list"),
+    ({"configs": {"a-very-long-configuration-name-that-cannot-be-a-dir": {}}}, "shorten it"),
+])
+def test_a_bad_matrix_is_refused_before_anything_runs(change: dict[str, Any], words: str) -> None:
+    with pytest.raises(UsageError, match=words):
+        plan_from({**MATRIX, **change})
+
+
+def test_the_sample_nightly_fits_in_30_minutes() -> None:
+    plan = plan_from(load_toml(ROOT / "nightly.toml"))
+    estimate = sum(c.spec.time_limit + plan.overhead_s for c in plan.cells)
+    assert len(plan.cells) >= 8
+    assert estimate <= plan.budget_s <= 30 * 60
+    out = subprocess.run([CHAOS, "nightly", "--config", str(ROOT / "nightly.toml"), "--dry-run"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and ": fits" in out.stdout, out.stdout + out.stderr
+
+
+def _nightly(tmp_path: Path, toml: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    cfg = tmp_path / "n.toml"
+    cfg.write_text(toml)
+    store = tmp_path / "store"
+    out = subprocess.run([CHAOS, "nightly", "--config", str(cfg), "--store", str(store), "--no-progress", *extra],
+                         capture_output=True, text=True, timeout=300,
+                         env={"PATH": "/usr/bin:/bin", "CHAOS_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)})
+    return out, store
+
+
+def _cases(junit: Path) -> list[ET.Element]:
+    root = ET.parse(junit).getroot()
+    assert root.tag == "testsuites"
+    suites = root.findall("testsuite")
+    assert len(suites) == 1
+    return suites[0].findall("testcase")
+
+
+def test_the_budget_skips_what_does_not_fit_and_says_so(tmp_path: Path) -> None:
+    out, store = _nightly(tmp_path, 'name = "tiny"\nbudget_minutes = 0.5\nworkloads = ["queue", "hotkey"]\n'
+                                    '[base]\ntime_limit = 60\n[nemeses]\nnone = []\n')
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("skipped: needs about") == 2
+    night = next(store.glob("tiny-*"))
+    cases = _cases(night / "junit.xml")
+    assert len(cases) == 2 and all(c.find("skipped") is not None for c in cases)
+    doc = json.loads((night / "nightly.json").read_text())
+    assert [e["outcome"] for e in doc["entries"]] == ["skipped", "skipped"]
+    assert "tiny-" in (store / "index.html").read_text()  # the store index links the night
+
+
+def test_a_crashing_run_is_an_error_case_and_the_night_goes_on(tmp_path: Path) -> None:
+    """A host that refuses SSH: each run fails in provisioning; both are recorded, the exit code is
+    the harness error's (3+, never 1, which would read as anomalies)."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("n1 127.0.0.1:1\n")
+    out, store = _nightly(tmp_path, f'name = "crash"\nseeds = [1, 2]\n[base]\nnodes = 1\nreplication_factor = 1\n'
+                                    f'min_insync = 1\ntime_limit = 2\nprovisioner = "ssh"\nhosts = "{hosts}"\n'
+                                    f'cluster = "res-crash"\n[nemeses]\nnone = []\n')
+    assert out.returncode >= 3, out.stderr
+    night = next(store.glob("crash-*"))
+    cases = _cases(night / "junit.xml")
+    assert len(cases) == 2
+    for c in cases:
+        err = c.find("error")
+        assert err is not None and c.find("failure") is None
+        assert "chaos replay" in err.get("message", "")
+    page = (night / "index.html").read_text()
+    assert page.count('data-verdict="crashed"') == 2
+
+
+def test_junit_xml_counts_and_escaping() -> None:
+    cases = [
+        Case("n.default", "queue-kills seed 1", 61.5, "passed"),
+        Case("n.default", "queue-kills seed 2", 70.0, "failure", message="anomalies: lost-write; reproduce: chaos "
+             "replay store/x", detail="run: store/x"),
+        Case("n.default", "queue-kills seed 3", 3.0, "error", message="harness crashed: \x1b[31mboom\x00 <&>"),
+        Case("n.default", "queue-kills seed 4", 0.0, "skipped", message="needs 2m"),
+    ]
+    root = ET.fromstring(junit_xml("n", cases))
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("4", "1", "1",
+                                                                                                       "1")
+    assert float(suite.get("time", "0")) == pytest.approx(134.5)
+    tcs = suite.findall("testcase")
+    assert [tc.get("name") for tc in tcs] == [c.name for c in cases]
+    failure = tcs[1].find("failure")
+    assert failure is not None and "lost-write" in failure.get("message", "")
+    error = tcs[2].find("error")
+    assert error is not None and error.get("message") == "harness crashed: ?[31mboom? <&>"
+    with pytest.raises(ValueError):
+        Case("a", "b", 0, "flaky")
