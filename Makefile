@@ -5,15 +5,16 @@ PY    := .venv/bin/python
 PIP   := .venv/bin/pip
 CHAOS := .venv/bin/chaos
 STAMP := .venv/.stamp-$(shell cat pyproject.toml cluster-impl/pyproject.toml | sha256sum | cut -c1-16)
-DEBS  := debootstrap zookeeper libfaketime faketime iptables openjdk-17-jre-headless openssh-client
+DEBS  := debootstrap zookeeper libfaketime faketime iptables openjdk-17-jre-headless openssh-client chromium
 
-.PHONY: run test deps venv image check bench bench-cluster bench-broker bench-cluster-impl bench-check bench-run clean-cluster
+.PHONY: run test deps venv image check bench bench-cluster bench-broker bench-cluster-impl bench-check bench-run \
+        bench-detect bench-fuzz clean-cluster
 
-# The default chaos run: 5 nodes, 60 s of the queue workload under partitions and kills, checked.
+# The default chaos run: 5 nodes, 60 s of the queue workload under every fault family, checked.
 run: deps venv image
 	$(CHAOS) run
 
-test: deps venv image
+test: deps venv image check
 	$(PY) -m pytest -p no:cacheprovider
 
 # Debian packages the host needs: debootstrap builds the node image, zookeeper/libfaketime serve the
@@ -38,10 +39,10 @@ image: venv
 	$(PY) -m harness.image build
 
 check: venv
-	.venv/bin/ruff check harness workloads nemesis results cluster-impl tests
-	.venv/bin/mypy harness workloads nemesis results cluster-impl/logbroker
+	.venv/bin/ruff check kernel harness workloads nemesis results cluster-impl tests
+	.venv/bin/mypy kernel harness workloads nemesis results cluster-impl/logbroker
 
-bench: bench-cluster bench-broker bench-cluster-impl bench-check bench-run
+bench: bench-cluster bench-broker bench-cluster-impl bench-check bench-run bench-fuzz bench-detect
 
 bench-cluster: deps venv image
 	$(PY) -m harness.bench.cluster --out bench-results/cluster.json
@@ -52,11 +53,19 @@ bench-broker: venv
 bench-cluster-impl: deps venv
 	$(PY) cluster-impl/bench/cluster.py --out bench-results/cluster-impl.json
 
+bench-fuzz: venv
+	$(PY) cluster-impl/bench/fuzz.py --out bench-results/fuzz.json
+
 bench-check: deps venv
 	$(PY) -m results.bench --out bench-results/check.json
 
 bench-run: deps venv image
 	$(PY) -m harness.bench.run --out bench-results/run.json
+
+# The detection matrix: every bug switch with 5 fresh seeds each (targeted and full mixes), then as
+# many runs of the clean cluster; about two hours on 2 cores.
+bench-detect: deps venv image
+	$(CHAOS) detect --seeds 5 --every-seed --store bench-results/detect-store --out bench-results/detect.json
 
 clean-cluster: venv
 	$(CHAOS) cluster down --all

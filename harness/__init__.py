@@ -1,13 +1,15 @@
-"""The harness: the `chaos` CLI, run orchestration, provisioners, node control and the history.
+"""The orchestrator: the `chaos` CLI and everything that runs a test, plus the parts that reach nodes.
 
-Data flows one way: config -> schedule -> run -> history -> checks -> report. The harness talks to
-nodes only through `Remote` (SSH) and to the cluster under test only through a Kafka client in
-`workloads/`; it never imports `cluster-impl` (the node image installs that).
+Layers (DESIGN.md): `kernel` is the ground floor; `workloads`, `nemesis` and `results` are parts that
+import only `kernel`; this package sits on top and imports them all, never the other way round.
 
-What lives here, one concept per module:
-- `node`: the `Node` record a provisioner hands out.
-- `remote`: the `Remote` protocol (run a command, put/get a file) and its result type.
-- `errors`: the error tree and the exit code each error maps to.
-- `history`: the op model of DESIGN.md and the append-and-flush history writer/reader.
-- `cli`: the click entry point; sub-commands live next to what they drive.
+The orchestrator proper, which never names a concrete workload, DB adapter or checker:
+- `cli` (entry point) and the sub-commands `run_cli`, `cluster_cli`, `heal_cli`
+- `registry`: RunSpec -> `kernel.test.Test` (the one place concrete parts are chosen)
+- `run`: `run(test)` nests the phases of `phases`; `pool`: plays ops through clients; `signals`:
+  SIGTERM/SIGHUP as Ctrl-C, and cleanup that cannot be cut short; `progress`: the live line
+Parts that live here because they reach nodes:
+- `provision/` (docker containers, ssh hosts), `ssh` (the paramiko `Remote`), `image/` (the node
+  image), `db/` (the logbroker + ZooKeeper deployment: `kernel.db` Protocols over SSH)
+- `bench/`: `make bench-cluster`, `make bench-run`
 """

@@ -8,20 +8,26 @@ fast and a broken optional part (Spark, Docker) cannot stop the others. To add o
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 from typing import Any
 
 import click
 
-from harness.errors import EXIT_INTERNAL, ChaosError
+from harness.signals import signum_of, stop_signals
+from kernel.errors import EXIT_INTERNAL, SIGNAL_EXIT, ChaosError
 
 #: command name -> ("module:attribute" of a click command or group, one-line help for `chaos --help`).
 COMMANDS: dict[str, tuple[str, str]] = {
     "cluster": ("harness.cluster_cli:cluster", "Bring a cluster of nodes up, inspect it, run commands, tear it down."),
     "check": ("results.cli:check", "Check a history (or a run directory) for anomalies."),
-    "heal": ("nemesis.cli:heal", "Heal every fault on a running cluster by hand."),
+    "detect": ("harness.detect_cli:detect", "Detection matrix: is every bug switch caught, the clean cluster quiet?"),
+    "heal": ("harness.heal_cli:heal", "Heal every fault on a running cluster by hand."),
     "run": ("harness.run_cli:run", "Provision, run a workload under faults, record, check, report."),
     "replay": ("harness.run_cli:replay", "Re-run a stored run from its seed and compare the anomalies."),
+    "nightly": ("harness.nightly_cli:nightly", "Run a matrix of runs in a time budget; summary page and JUnit XML."),
+    "serve": ("harness.serve_cli:serve", "Serve the run store (index, reports, plots) on 127.0.0.1."),
+    "analyze": ("harness.analyze_cli:analyze", "Cross-run analysis on Spark: tables per configuration and night."),
 }
 
 
@@ -54,16 +60,24 @@ def main(argv: list[str] | None = None) -> Any:
     """Console-script entry. A command returns its exit code (an int) or None for 0;
     ChaosError -> one line on stderr and its exit code; click usage errors exit 3 (2 means unknown)."""
     try:
-        rv = cli.main(args=argv, standalone_mode=False)
+        with stop_signals():
+            rv = cli.main(args=argv, standalone_mode=False)
         sys.exit(rv if isinstance(rv, int) else 0)
     except ChaosError as e:
         click.echo(f"chaos: {e}", err=True)
         sys.exit(e.exit_code)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as e:
+        code = SIGNAL_EXIT.get(signal.Signals(signum_of(e.__context__ or e)), 130) if e.__context__ else 130
         click.echo("chaos: interrupted", err=True)
-        sys.exit(130)
-    except click.ClickException as e:
-        e.show()
+        sys.exit(code)
+    except KeyboardInterrupt as e:
+        click.echo("chaos: interrupted", err=True)
+        sys.exit(SIGNAL_EXIT.get(signal.Signals(signum_of(e)), 130))
+    except click.ClickException as e:  # a usage error: one line, like every other error
+        hint = ""
+        if isinstance(e, click.UsageError) and e.ctx is not None:
+            hint = f" (see `{e.ctx.command_path} --help`)"
+        click.echo(f"chaos: {e.format_message()}{hint}", err=True)
         sys.exit(3 if e.exit_code == 2 else e.exit_code)
     except Exception as e:  # a bug of ours: never exit 1, which would read as "anomalies found"
         where = _save_traceback()
@@ -82,7 +96,7 @@ def _save_traceback() -> str:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(traceback.format_exc())
         return str(path)
-    except OSError:
+    except (OSError, ChaosError):
         traceback.print_exc()
         return "the output above"
 

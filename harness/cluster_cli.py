@@ -10,11 +10,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from harness.errors import RemoteError, UsageError
-from harness.node import Node
 from harness.provision import PROVISIONERS, get_provisioner
 from harness.provision.state import ClusterState
 from harness.ssh import SSHRemote
+from kernel.errors import RemoteError, UsageError
+from kernel.node import Node
 
 console = Console(stderr=True)
 
@@ -63,7 +63,8 @@ def cluster() -> None:
 
 
 @cluster.command()
-@click.option("--nodes", "n", type=int, default=None, help="How many nodes (n1..nN); docker default 5, ssh default: every host listed.")
+@click.option("--nodes", "n", type=int, default=None,
+              help="How many nodes (n1..nN); docker default 5, ssh default: every host listed.")
 @click.option("--name", default="chaos", show_default=True, help="Cluster name (label chaos.cluster=NAME).")
 @click.option("--provisioner", default="docker", show_default=True, help=f"One of: {', '.join(PROVISIONERS)}.")
 @click.option("--hosts", type=click.Path(), help="ssh provisioner: file with one `[name] address[:port]` per line.")
@@ -87,7 +88,7 @@ def up(n: int | None, name: str, provisioner: str, hosts: str | None, user: str,
     prov = get_provisioner(provisioner, name, **opts)
     t0 = time.monotonic()
     with console.status(f"bringing up {n or 'all'} nodes ({provisioner}) ..."):
-        nodes = prov.up(n)
+        nodes = prov.up(n)  # type: ignore[arg-type]  # ssh: None means every host listed
     console.print(f"cluster [bold]{name}[/]: {len(nodes)} nodes up in {time.monotonic() - t0:.1f} s: "
                   + ", ".join(f"{nd.name}={nd.ip}" for nd in nodes))
     if health and not run_health(nodes):

@@ -1,109 +1,174 @@
-"""`chaos run` and `chaos replay`."""
+"""`chaos run` and `chaos replay`.
+
+The flags of `chaos run` are generated from `kernel.spec.RunSpec`'s fields, so a flag and a TOML
+key always mean the same thing and are checked by the same code.
+"""
 
 from __future__ import annotations
 
 import json
-import sys
+import time
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import click
 
-from harness.errors import UsageError
-from harness.spec import RunSpec, build_spec, load_toml
+from kernel.errors import HistoryError, UsageError
+from kernel.spec import RunSpec, build_spec, default_of, load_toml
 
-D = RunSpec()
+
+def _flag_type(kind: str) -> Any:
+    return {"int": int, "float": float}.get(kind, str)
 
 
 def _spec_options(f: Any) -> Any:
-    opts = [
-        click.option("--config", "config_file", type=click.Path(path_type=Path), help="TOML file with these keys."),
-        click.option("--name", help=f"Test name (store/<name>/...). [{D.name}]"),
-        click.option("--nodes", type=int, help=f"Number of nodes. [{D.nodes}]"),
-        click.option("--workload", help=f"Workload. [{D.workload}]"),
-        click.option("--nemesis", help=f"Comma-separated fault families or family-kind names; '' for none. [{','.join(D.nemesis)}]"),
-        click.option("--nemesis-interval", type=float, help=f"Seconds between faults. [{D.nemesis_interval}]"),
-        click.option("--time-limit", type=float, help=f"Seconds of workload. [{D.time_limit}]"),
-        click.option("--concurrency", type=int, help=f"Client workers. [{D.concurrency}]"),
-        click.option("--rate", type=float, help=f"Target ops/s over all workers. [{D.rate}]"),
-        click.option("--seed", type=int, help="Run seed (default: from the clock, and saved)."),
-        click.option("--acks", help=f"Producer acks: all, 1 or 0. [{D.acks}]"),
-        click.option("--idempotence/--no-idempotence", default=None, help="Idempotent producers. [on]"),
-        click.option("--replication-factor", type=int, help=f"[{D.replication_factor}]"),
-        click.option("--min-insync", type=int, help=f"min.insync.replicas. [{D.min_insync}]"),
-        click.option("--partitions", type=int, help=f"Keys (= partitions of the topic). [{D.partitions}]"),
-        click.option("--bug", "bugs", multiple=True, help="Turn on a broker bug switch (repeatable)."),
-        click.option("--provisioner", help=f"docker or ssh. [{D.provisioner}]"),
-        click.option("--hosts", help="ssh provisioner: hosts file."),
-        click.option("--store", help=f"Run store directory. [{D.store}]"),
-        click.option("--leave-running", is_flag=True, default=None, help="Keep the cluster up afterwards."),
-        click.option("--cluster", help=f"Cluster name (label chaos.cluster). [{D.cluster}]"),
-    ]
+    """One click option per RunSpec field (except `extra`, a TOML table), help and default from its metadata."""
+    opts = [click.option("--config", "config_file", type=click.Path(path_type=Path), help="TOML file with these keys.")]
+    for fld in fields(RunSpec):
+        if fld.name == "extra":
+            continue
+        meta = fld.metadata
+        flag = meta.get("flag") or "--" + fld.name.replace("_", "-")
+        default = default_of(fld.name)
+        shown = ",".join(default) if isinstance(default, tuple) else default
+        help_text = f"{meta['help']} [{shown}]" if fld.name != "seed" else meta["help"]
+        if fld.type == "bool":
+            if "/" in flag:
+                opts.append(click.option(flag, fld.name, default=None, help=help_text))
+            else:
+                opts.append(click.option(flag, fld.name, is_flag=True, default=None, help=help_text))
+        elif fld.name == "bugs":
+            opts.append(click.option(flag, fld.name, multiple=True, help=help_text))
+        else:
+            opts.append(click.option(flag, fld.name, type=_flag_type(str(fld.type)), default=None, help=help_text))
     for o in reversed(opts):
         f = o(f)
     return f
 
 
-def _make_spec(config_file: Path | None, flags: dict[str, Any]) -> RunSpec:
+def make_spec(config_file: Path | None, flags: dict[str, Any]) -> RunSpec:
     values: dict[str, Any] = load_toml(config_file) if config_file else {}
     for k, v in flags.items():
         if v is None or (k == "bugs" and not v):
             continue
         values[k] = v
     if "seed" not in values:
-        import time
-
         values["seed"] = int(time.time() * 1000) % 1_000_000_007
-    if isinstance(values.get("nemesis"), str) and values["nemesis"] == "":
-        values["nemesis"] = ()
-    return build_spec(values).validate()
+    return build_spec(values)
+
+
+def _label(valid: Any) -> str:
+    return "VALID" if valid is True else "INVALID" if valid is False else "UNKNOWN"
 
 
 @click.command()
 @_spec_options
-@click.option("--test-count", type=int, default=1, show_default=True, help="Repeat with seeds seed, seed+1, ...")
+@click.option("--test-count", type=click.IntRange(1, 10_000), default=1, show_default=True,
+              help="Repeat with seeds seed, seed+1, ...")
 @click.option("--no-progress", is_flag=True, help="No live progress line.")
 def run(config_file: Path | None, test_count: int, no_progress: bool, **flags: Any) -> int:
     """Provision, run a workload under faults, record the history, check it, report.
 
-    Exit codes: 0 valid, 1 anomalies found, 2 unknown, 3+ the harness failed.
+    Exit codes: 0 valid, 1 anomalies found, 2 unknown, 3 usage, 4 provisioning, 5 a node, 6 this
+    machine, 7 a harness bug; 130/143/129 stopped by Ctrl-C/SIGTERM/SIGHUP (healed, torn down).
     """
+    from harness.registry import build_test
     from harness.run import run as do_run
 
-    if test_count < 1:
-        raise UsageError(f"--test-count must be at least 1, not {test_count}")
-    spec = _make_spec(config_file, flags)
+    spec = make_spec(config_file, flags)
+    build_test(spec)  # every name checked before the first run starts
     worst = 0
     for i in range(test_count):
         s = build_spec({"seed": spec.seed + i}, base=spec)
-        out = do_run(s, progress=not no_progress)
-        click.echo(f"run {i + 1}/{test_count} seed {s.seed}: {'VALID' if out.valid is True else 'INVALID' if out.valid is False else 'UNKNOWN'}"
-                   f" — {out.run_dir}", err=True)
+        out = do_run(build_test(s), progress=not no_progress)
+        click.echo(f"run {i + 1}/{test_count} seed {s.seed}: {_label(out.valid)} — {out.run_dir}", err=True)
         if out.exit_code != 0:
             click.echo(f"reproduce with: chaos replay {out.run_dir}", err=True)
         worst = max(worst, out.exit_code)
     return worst
 
 
+def _load_run(run_dir: Path) -> dict[str, Any]:
+    tj = run_dir / "test.json"
+    if not tj.is_file():
+        raise UsageError(f"{run_dir} has no test.json; name a run directory from the store")
+    try:
+        meta = json.loads(tj.read_bytes())
+    except (ValueError, RecursionError, OSError) as e:
+        raise HistoryError(f"{tj} is not readable JSON ({type(e).__name__}); this run cannot be replayed") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
+        raise HistoryError(f"{tj} has no run configuration; this run cannot be replayed")
+    return meta
+
+
+def _hit(run_dir: Path) -> dict[str, str]:
+    """fault id -> the node(s) it actually hit, as the run's perf/faults.json recorded them."""
+    from results.plots import fault_target
+
+    try:
+        windows = json.loads((run_dir / "perf" / "faults.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(w.get("fault")): fault_target(w) for w in windows if isinstance(w, dict)} if isinstance(
+        windows, list) else {}
+
+
+def _schedule_lines(schedule: list[dict[str, Any]], hit: dict[str, str] | None = None) -> list[str]:
+    out = []
+    for f in schedule:
+        targets = ", ".join(f"{k}={t.get('role')}:{t.get('key', t.get('node'))}"
+                            for k, t in f.get("targets", {}).items())
+        node = (hit or {}).get(str(f.get("id")))
+        out.append(f"{f.get('at_s', 0):7.1f}s {f.get('family')}-{f.get('kind')} {targets}".rstrip()
+                    + (f" -> {node}" if node else ""))
+    return out
+
+
+def _counts(run_dir: Path) -> dict[str, int]:
+    """anomaly type -> count from a run's results.json (empty when it has none)."""
+    try:
+        res = json.loads((run_dir / "results.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(res, dict):
+        return {}
+    return {t: int(res[t].get("count", 0)) if isinstance(res.get(t), dict) else 0 for t in res.get("error_types", [])}
+
+
+def _side_by_side(title: tuple[str, str], a: list[str], b: list[str]) -> list[str]:
+    width = max([len(x) for x in a] + [len(title[0])])
+    out = [f"{title[0]:<{width}} | {title[1]}"]
+    for i in range(max(len(a), len(b))):
+        left, right = (a[i] if i < len(a) else ""), (b[i] if i < len(b) else "")
+        out.append(f"{left:<{width}} | {right}{'' if left == right else '   <- differs'}")
+    return out
+
+
 @click.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--no-progress", is_flag=True)
 def replay(run_dir: Path, no_progress: bool) -> int:
-    """Re-run a stored run's exact configuration and seed, and compare the anomalies found."""
+    """Re-run a stored run's exact configuration and seed; compare anomalies and fault schedules."""
+    from harness.registry import build_test
     from harness.run import run as do_run
 
-    tj = run_dir / "test.json"
-    if not tj.is_file():
-        raise UsageError(f"{run_dir} has no test.json; name a run directory from the store")
-    meta = json.loads(tj.read_text())
-    spec = build_spec(meta["config"])
-    before = set()
-    if (run_dir / "results.json").is_file():
-        before = set(json.loads((run_dir / "results.json").read_text()).get("error_types", []))
-    out = do_run(spec, progress=not no_progress)
-    after = set(out.anomalies)
-    same = before == after
+    meta = _load_run(run_dir)
+    spec = RunSpec.from_json(meta["config"])
+    before = _counts(run_dir)
+    out = do_run(build_test(spec), progress=not no_progress)
+    after = _counts(out.run_dir) or {t: 0 for t in out.anomalies}
+    new_meta = json.loads((out.run_dir / "test.json").read_text())
+    a = _schedule_lines(meta.get("schedule", []), _hit(run_dir))
+    b = _schedule_lines(new_meta.get("schedule", []), _hit(out.run_dir))
+    for line in _side_by_side(("original schedule (-> node hit)", "replay schedule (-> node hit)"), a, b):
+        click.echo(line, err=True)
+    kinds = sorted(set(before) | set(after))
+    for line in _side_by_side(("original anomalies", "replay anomalies"),
+                              [f"{t}: {before[t]}" if t in before else f"{t}: -" for t in kinds] or ["none"],
+                              [f"{t}: {after[t]}" if t in after else f"{t}: -" for t in kinds] or ["none"]):
+        click.echo(line, err=True)
+    same = set(before) == set(after)
     click.echo(f"replay of seed {spec.seed}: original {sorted(before) or 'none'}, now {sorted(after) or 'none'} — "
                f"{'the same anomalies came back' if same else 'DIFFERENT anomalies'}; {out.run_dir}", err=True)
-    sys.stdout.flush()
     return out.exit_code

@@ -14,9 +14,9 @@ import time
 
 import paramiko
 
-from harness.errors import RemoteCommandError, RemoteTimeout, RemoteUnreachable
-from harness.node import Node
-from harness.remote import Result
+from kernel.errors import RemoteCommandError, RemoteTimeout, RemoteUnreachable
+from kernel.node import Node
+from kernel.remote import Result
 
 CONNECT_TIMEOUT = 10.0
 
@@ -33,10 +33,14 @@ class SSHRemote:
     # --- connection ----------------------------------------------------------------------------
     def _connect(self) -> paramiko.SSHClient:
         client = paramiko.SSHClient()
-        if self.node.known_hosts:
-            client.load_host_keys(self.node.known_hosts)
-        else:
-            client.load_system_host_keys()
+        try:
+            if self.node.known_hosts:
+                client.load_host_keys(self.node.known_hosts)
+            else:
+                client.load_system_host_keys()
+        except (OSError, paramiko.SSHException) as e:  # a missing or unreadable known_hosts file
+            raise RemoteUnreachable(self.node.name, f"cannot read the known_hosts file "
+                                    f"{self.node.known_hosts or '~/.ssh/known_hosts'}: {e}") from None
         client.set_missing_host_key_policy(paramiko.RejectPolicy())
         try:
             client.connect(

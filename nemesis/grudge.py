@@ -49,15 +49,29 @@ def setup_commands() -> str:
             f"iptables -I INPUT 1 -j {CHAIN}")
 
 
-def drop_commands(sources: Iterable[str], ports: Iterable[int] = ()) -> str:
-    """Rules on one node: drop packets from each source ip (optionally only to some tcp ports)."""
-    rules = []
+def _rule_specs(sources: Iterable[str], ports: Iterable[int], probability: float | None) -> list[str]:
+    """One iptables rule body per (source, port): drop, or with `probability` drop that share of
+    packets at random (iptables' `statistic` match: packet loss without netem)."""
+    chance = f" -m statistic --mode random --probability {probability:.3f}" if probability is not None else ""
+    out = []
     for ip in sources:
         if ports:
-            rules += [f"iptables -A {CHAIN} -s {ip} -p tcp --dport {p} -j DROP" for p in ports]
+            out += [f"{CHAIN} -s {ip} -p tcp --dport {p}{chance} -j DROP" for p in ports]
         else:
-            rules.append(f"iptables -A {CHAIN} -s {ip} -j DROP")
+            out.append(f"{CHAIN} -s {ip}{chance} -j DROP")
+    return out
+
+
+def drop_commands(sources: Iterable[str], ports: Iterable[int] = (), probability: float | None = None) -> str:
+    """Rules on one node: drop packets from each source ip (optionally only to some tcp ports)."""
+    rules = [f"iptables -A {r}" for r in _rule_specs(sources, ports, probability)]
     return " && ".join([setup_commands()] + rules) if rules else setup_commands()
+
+
+def undrop_commands(sources: Iterable[str], ports: Iterable[int] = (), probability: float | None = None) -> str:
+    """Delete one instance of each rule `drop_commands` added (iptables -D), leaving other faults' rules."""
+    rules = [f"iptables -D {r} 2>/dev/null" for r in _rule_specs(sources, ports, probability)]
+    return "; ".join(rules) + "; true"
 
 
 def heal_command() -> str:

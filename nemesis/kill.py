@@ -1,8 +1,8 @@
 """Kills: SIGKILL brokers and start them again when the fault ends.
 
-Kinds: `one`, `leader`, `controller` (the broker /controller names), `all` (every broker at once).
-A SIGKILL does not drop the page cache, so un-fsynced writes survive it; losing them would need a
-filesystem that forgets unsynced data (LazyFS) — not done here, and said so in the README.
+Kinds: `one`, `leader`, `controller` (resolved when the fault starts), `all` (every broker at once).
+A SIGKILL does not drop the page cache, so un-fsynced writes survive it; losing them needs a disk
+that forgets unsynced data — the simulation backend's job, not the containers'.
 """
 
 from __future__ import annotations
@@ -10,35 +10,41 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from nemesis.model import NemesisContext, PlannedFault
+from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
 
 
 class KillFamily:
-    name = "kill"
-    kinds = ("one", "leader", "controller", "all")
+    name: str = "kill"
+    kinds: tuple[str, ...] = ("one", "leader", "controller", "all")
+    perf: FaultPerf = FaultPerf("start-kill", "stop-kill", "kill", "#E9C3A0")
+    composite: bool = False
 
-    def plan_params(self, kind: str, rng: random.Random, node_names: list[str]) -> dict[str, Any]:
-        return {"node": rng.choice(node_names), "key": rng.randrange(8)}
+    def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
+        fallback = rng.choice(world.nodes)
+        if kind == "all":
+            return Plan({n: Target.of_node(n) for n in world.nodes})
+        if kind == "leader":
+            return Plan({"victim": Target.leader(rng.randrange(world.partitions), fallback)})
+        if kind == "controller":
+            return Plan({"victim": Target.controller(fallback)})
+        return Plan({"victim": Target.of_node(fallback)})
 
     def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
-        if fault.kind == "all":
-            victims = list(ctx.nodes)
-        else:
-            role = {"leader": "leader", "controller": "controller"}.get(fault.kind, "node")
-            victims = [ctx.resolve({"role": role, "node": fault.params["node"],
-                                    "key": int(fault.params.get("key", 0)) % max(ctx.partitions, 1)})]
-        out: dict[str, Any] = {"kind": fault.kind, "nodes": [v.name for v in victims]}
-        if fault.kind == "controller":
-            out["controller_epoch"] = ctx.db.controller_epoch()
-        for v in victims:
-            ctx.db.kill(v)
+        db = ctx.killable()
+        hits = {role: ctx.resolve(t) for role, t in fault.targets.items()}
+        out: dict[str, Any] = {"kind": fault.kind, "nodes": sorted({h.node.name for h in hits.values()}),
+                               "targets": {role: h.to_json() for role, h in hits.items()}}
+        for name in out["nodes"]:
+            db.kill(ctx.node(name))
         return out
 
     def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+        db = ctx.killable()
         for name in started["nodes"]:
-            ctx.db.start(ctx.node(name))
+            db.start(ctx.node(name))
         return {"kind": fault.kind, "restarted": started["nodes"]}
 
     def heal(self, ctx: NemesisContext) -> None:
+        db = ctx.killable()
         for n in ctx.nodes:
-            ctx.db.start(n)
+            db.start(n)

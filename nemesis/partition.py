@@ -4,7 +4,9 @@ Kinds: `halves` (random majority/minority), `one` (isolate a node), `one-way` (a
 but is still heard), `bridge` (two halves joined by one node), `controller` and `leader` (isolate
 the active controller / a key's leader, resolved when the fault starts), `zookeeper` (cut one
 node's broker and ZooKeeper off from the ZooKeeper ports of the others, while brokers still see
-each other). The history records the grudge (node -> nodes it drops).
+each other), `flaky` (a node loses a seeded share, 20-60 %, of what it receives: iptables'
+`statistic` match, since this kernel has no netem — timeouts and retries rather than a clean cut).
+The history records the grudge (node -> nodes it drops) and the resolved target.
 """
 
 from __future__ import annotations
@@ -12,63 +14,80 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from harness import layout
+from kernel import layout
+from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
 from nemesis import grudge
-from nemesis.model import NemesisContext, PlannedFault
 
 ZK_PORTS = (layout.ZK_CLIENT_PORT, layout.ZK_PEER_PORT, layout.ZK_ELECTION_PORT)
 
 
 class PartitionFamily:
-    name = "partition"
-    kinds = ("halves", "one", "one-way", "bridge", "controller", "leader", "zookeeper")
+    name: str = "partition"
+    kinds: tuple[str, ...] = ("halves", "one", "one-way", "bridge", "controller", "leader", "zookeeper", "flaky")
+    perf: FaultPerf = FaultPerf("start-partition", "stop-partition", "partition", "#E9A4A0")
+    composite: bool = False
 
-    def plan_params(self, kind: str, rng: random.Random, node_names: list[str]) -> dict[str, Any]:
-        order = list(node_names)
+    def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
+        order = list(world.nodes)
         rng.shuffle(order)
-        params: dict[str, Any] = {"order": order, "node": order[0]}
+        if kind in ("halves", "bridge"):
+            return Plan({}, {"order": order})
+        if kind == "controller":
+            return Plan({"victim": Target.controller(order[0])})
         if kind == "leader":
-            params["key"] = rng.randrange(8)
-        return params
-
-    def _grudge(self, ctx: NemesisContext, fault: PlannedFault) -> tuple[grudge.Grudge, tuple[int, ...], str | None]:
-        names = [n.name for n in ctx.nodes]
-        p = fault.params
-        kind = fault.kind
-        if kind == "halves":
-            return grudge.halves(list(p["order"])), (), None
-        if kind == "bridge":
-            return grudge.bridge(list(p["order"])), (), None
-        if kind in ("one", "one-way", "zookeeper", "controller", "leader"):
-            target = p["node"]
-            if kind == "controller":
-                target = ctx.resolve({"role": "controller", "node": p["node"]}).name
-            elif kind == "leader":
-                target = ctx.resolve({"role": "leader", "key": p.get("key", 0) % max(ctx.partitions, 1),
-                                      "node": p["node"]}).name
-            if kind == "one-way":
-                return grudge.one_way(target, names), (), target
-            ports = ZK_PORTS if kind == "zookeeper" else ()
-            return grudge.isolate(target, names), ports, target
-        raise ValueError(f"unknown partition kind {kind!r}")
+            return Plan({"victim": Target.leader(rng.randrange(world.partitions), order[0])})
+        if kind == "flaky":
+            return Plan({"victim": Target.of_node(order[0])}, {"loss": round(rng.uniform(0.2, 0.6), 2)})
+        return Plan({"victim": Target.of_node(order[0])})
 
     def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
-        g, ports, target = self._grudge(ctx, fault)
-        ips = {n.name: n.ip for n in ctx.nodes}
-        for node, drops in g.items():
-            if drops:
-                ctx.remotes[node].exec(grudge.drop_commands([ips[d] for d in drops], ports), timeout=30)
-        out: dict[str, Any] = {"kind": fault.kind, "grudge": grudge.describe(g)}
+        names = [n.name for n in ctx.nodes]
+        out: dict[str, Any] = {"kind": fault.kind}
+        ports: tuple[int, ...] = ()
+        loss = float(fault.params["loss"]) if fault.kind == "flaky" else None
+        if fault.kind == "halves":
+            g = grudge.halves(list(fault.params["order"]))
+        elif fault.kind == "bridge":
+            g = grudge.bridge(list(fault.params["order"]))
+        else:
+            hit = ctx.resolve(fault.targets["victim"])
+            out["targets"] = {"victim": hit.to_json()}
+            if fault.kind == "one-way":
+                g = grudge.one_way(hit.node.name, names)
+            else:
+                ports = ZK_PORTS if fault.kind == "zookeeper" else ()
+                g = grudge.isolate(hit.node.name, names)
+        apply(ctx, g, ports, loss)
+        out["grudge"] = grudge.describe(g)
         if ports:
             out["ports"] = list(ports)
-        if target:
-            out["target"] = target
+        if loss is not None:
+            out["loss"] = loss
         return out
 
     def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
-        self.heal(ctx)
-        return {"kind": fault.kind, "healed": sorted(n.name for n in ctx.nodes)}
+        lift(ctx, started["grudge"], started.get("ports", ()), started.get("loss"))
+        return {"kind": fault.kind, "healed": sorted(started["grudge"])}
 
     def heal(self, ctx: NemesisContext) -> None:
         for n in ctx.nodes:
-            ctx.remotes[n.name].exec(grudge.heal_command(), timeout=30, check=False)
+            ctx.cluster.remotes[n.name].exec(grudge.heal_command(), timeout=30, check=False)
+
+
+def apply(ctx: NemesisContext, g: grudge.Grudge, ports: tuple[int, ...] = (),
+          probability: float | None = None) -> None:
+    """Install a grudge: on each node, drop what comes from the nodes it holds a grudge against."""
+    ips = {n.name: n.ip for n in ctx.nodes}
+    for node, drops in g.items():
+        if drops:
+            cmd = grudge.drop_commands([ips[d] for d in drops], ports, probability)
+            ctx.cluster.remotes[node].exec(cmd, timeout=30)
+
+
+def lift(ctx: NemesisContext, g: dict[str, list[str]], ports: Any = (), probability: float | None = None) -> None:
+    """Remove exactly the rules `apply` added for this grudge, so overlapping partitions stay in place."""
+    ips = {n.name: n.ip for n in ctx.nodes}
+    for node, drops in g.items():
+        if drops:
+            cmd = grudge.undrop_commands([ips[d] for d in drops], tuple(ports), probability)
+            ctx.cluster.remotes[node].exec(cmd, timeout=30, check=False)

@@ -1,8 +1,9 @@
-"""GC-like pauses: SIGSTOP a process, SIGCONT it later (the process shows state T meanwhile).
+"""GC-like pauses: SIGSTOP a process, SIGCONT it when the fault ends.
 
-Kinds: `one`, `leader`, `controller` pause a broker; `zookeeper` pauses a node's ZooKeeper server.
-A pause longer than zookeeper.session.timeout.ms expires the broker's session (the zombie of seed
-003's discussion); a shorter one does not — the schedule draws durations on both sides.
+Kinds: `one` (a broker), `leader`, `controller` (resolved when the fault starts), `zookeeper` (the
+ZooKeeper server on a node). A pause longer than the ZooKeeper session timeout expires the broker's
+session (the zombie of seed 003's discussion); a shorter one does not — the schedule draws
+durations on both sides.
 """
 
 from __future__ import annotations
@@ -10,35 +11,35 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from nemesis.model import NemesisContext, PlannedFault
+from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
 
 
 class PauseFamily:
-    name = "pause"
-    kinds = ("one", "leader", "controller", "zookeeper")
+    name: str = "pause"
+    kinds: tuple[str, ...] = ("one", "leader", "controller", "zookeeper")
+    perf: FaultPerf = FaultPerf("start-pause", "stop-pause", "pause", "#C5A0E9")
+    composite: bool = False
 
-    def __init__(self) -> None:
-        self.paused: set[tuple[str, str]] = set()
-
-    def plan_params(self, kind: str, rng: random.Random, node_names: list[str]) -> dict[str, Any]:
-        return {"node": rng.choice(node_names), "key": rng.randrange(8)}
+    def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
+        fallback = rng.choice(world.nodes)
+        if kind == "leader":
+            return Plan({"victim": Target.leader(rng.randrange(world.partitions), fallback)})
+        if kind == "controller":
+            return Plan({"victim": Target.controller(fallback)})
+        return Plan({"victim": Target.of_node(fallback)})
 
     def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
-        role = {"leader": "leader", "controller": "controller"}.get(fault.kind, "node")
-        node = ctx.resolve({"role": role, "node": fault.params["node"],
-                            "key": int(fault.params.get("key", 0)) % max(ctx.partitions, 1)})
+        hit = ctx.resolve(fault.targets["victim"])
         process = "zookeeper" if fault.kind == "zookeeper" else "broker"
-        ctx.db.pause(node, process=process)
-        self.paused.add((node.name, process))
-        return {"kind": fault.kind, "node": node.name, "process": process}
+        ctx.pausable().pause(hit.node, process=process)
+        return {"kind": fault.kind, "node": hit.node.name, "process": process, "targets": {"victim": hit.to_json()}}
 
     def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
-        ctx.db.resume(ctx.node(started["node"]), process=started["process"])
-        self.paused.discard((started["node"], started["process"]))
+        ctx.pausable().resume(ctx.node(started["node"]), process=started["process"])
         return {"kind": fault.kind, "node": started["node"], "process": started["process"]}
 
     def heal(self, ctx: NemesisContext) -> None:
+        db = ctx.pausable()
         for n in ctx.nodes:  # resume everything, not only what we remember: heal must be total
             for process in ("broker", "zookeeper"):
-                ctx.db.resume(n, process=process)
-        self.paused.clear()
+                db.resume(n, process=process)

@@ -1,59 +1,86 @@
-"""Fault families by name (one line each), name validation, and building a nemesis for a run.
+"""Fault families by name (one line each), name validation, and the plot metadata of each family.
 
 Names on the command line are a family (`partition`: any of its kinds) or `family-kind`
-(`partition-halves`, `kill-controller`, `clock-bump`, ...).
+(`partition-halves`, `kill-controller`, `clock-bump`, `double-failover-kill`, ...). Family names
+may contain dashes; a name is split at the longest family it starts with.
+
+The plain families are single faults; the compositions (`double-failover`, `lagging-follower`,
+`zombie`, `stale-orders`, `power-loss`, `isolate`) are the fault patterns behind the historic replication bugs of
+the seed documents, named by pattern, never by the bug they expose. `DEFAULT` is what `chaos run`
+uses when no `--nemesis` is given: every family, plain and composed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from harness.errors import UsageError
+from kernel.errors import UsageError
+from kernel.nemesis import Family, FaultPerf
 from nemesis.clock import ClockFamily
+from nemesis.double_failover import DoubleFailoverFamily
+from nemesis.isolate import IsolateFamily
 from nemesis.kill import KillFamily
+from nemesis.lagging_follower import LaggingFollowerFamily
 from nemesis.move import MoveFamily
 from nemesis.partition import PartitionFamily
 from nemesis.pause import PauseFamily
+from nemesis.power_loss import PowerLossFamily
+from nemesis.stale_orders import StaleOrdersFamily
+from nemesis.zombie import ZombieFamily
 
-FAMILIES: dict[str, Callable[[], Any]] = {
+FAMILIES: dict[str, Callable[[], Family]] = {
     "partition": PartitionFamily,
     "pause": PauseFamily,
     "clock": ClockFamily,
     "kill": KillFamily,
     "move": MoveFamily,
+    "double-failover": DoubleFailoverFamily,
+    "lagging-follower": LaggingFollowerFamily,
+    "zombie": ZombieFamily,
+    "power-loss": PowerLossFamily,
+    "isolate": IsolateFamily,
+    "stale-orders": StaleOrdersFamily,
 }
-
-#: plot label and colour per family (the `perf` of Jepsen's nemesis packages)
-PERF: dict[str, dict[str, str]] = {
-    "partition": {"label": "partition", "color": "#E9A4A0"},
-    "pause": {"label": "pause", "color": "#C5A0E9"},
-    "clock": {"label": "clock skew", "color": "#A0C8E9"},
-    "kill": {"label": "kill", "color": "#E9C3A0"},
-    "move": {"label": "move", "color": "#A0E9B4"},
-}
+DEFAULT = tuple(FAMILIES)
 
 #: families that need something only our node image has
 NEEDS_IMAGE = {"clock": "libfaketime preloaded by the node image's start-broker"}
 
 
+def perf() -> dict[str, FaultPerf]:
+    """Each family's start/stop op names, label and colour (saved in test.json for perf and plots)."""
+    return {name: make().perf for name, make in FAMILIES.items()}
+
+
 def known_names() -> list[str]:
     out = []
-    for fam, cls in FAMILIES.items():
+    for fam, make in FAMILIES.items():
         out.append(fam)
-        out.extend(f"{fam}-{k}" for k in cls.kinds)
+        out.extend(f"{fam}-{k}" for k in make().kinds)
     return out
+
+
+def split(name: str) -> tuple[str, str | None] | None:
+    """(family, kind or None for every kind), or None if `name` names nothing."""
+    if name in FAMILIES:
+        return name, None
+    for fam in sorted(FAMILIES, key=len, reverse=True):
+        if name.startswith(fam + "-") and name[len(fam) + 1:] in FAMILIES[fam]().kinds:
+            return fam, name[len(fam) + 1:]
+    return None
 
 
 def expand(names: list[str]) -> list[tuple[str, str]]:
     """[(family, kind)] the schedule may draw from."""
     out: list[tuple[str, str]] = []
     for name in names:
-        if name in FAMILIES:
-            out.extend((name, k) for k in FAMILIES[name].kinds)  # type: ignore[attr-defined]
+        got = split(name)
+        if got is None:
             continue
-        fam, _, kind = name.partition("-")
-        if fam in FAMILIES and kind in FAMILIES[fam].kinds:  # type: ignore[attr-defined]
+        fam, kind = got
+        if kind is None:
+            out.extend((fam, k) for k in FAMILIES[fam]().kinds)
+        else:
             out.append((fam, kind))
     return out
 
@@ -64,12 +91,20 @@ def validate(names: list[str], *, provisioner: str = "docker") -> None:
     for name in names:
         if name not in known:
             raise UsageError(f"unknown nemesis {name!r}; known: {', '.join(known)}")
-        fam = name.partition("-")[0]
+        fam = (split(name) or (name, None))[0]
         if provisioner != "docker" and fam in NEEDS_IMAGE:
             raise UsageError(f"nemesis {name!r} needs {NEEDS_IMAGE[fam]}, which the {provisioner!r} "
                              "provisioner's hosts do not have; use --provisioner docker")
 
 
-def build(names: list[str]) -> dict[str, Any]:
+def build(names: list[str]) -> dict[str, Family]:
     """One instance per family in use (families keep state such as a strobe thread)."""
-    return {fam: FAMILIES[fam]() for fam in {f for f, _ in expand(names)}}
+    return {fam: FAMILIES[fam]() for fam in sorted({f for f, _ in expand(names)})}
+
+
+def families_needed(names: list[str]) -> dict[str, Family]:
+    """The families to heal: those in use plus those the compositions borrow from."""
+    fams = build(names)
+    if any(f in fams for f in ("double-failover", "lagging-follower", "isolate", "stale-orders")):
+        fams.setdefault("partition", PartitionFamily())
+    return fams

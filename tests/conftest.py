@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.node import Node
 from harness.ssh import SSHRemote
+from kernel.node import Node
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAOS = str(Path(sys.executable).parent / "chaos")

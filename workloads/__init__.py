@@ -1,4 +1,6 @@
-"""Workloads: a client that turns ops into calls on a real Kafka client, and a seeded op generator.
+"""Workloads: each a `kernel.workload.Workload` value — a client over a real Kafka client, a seeded
+generator per worker, and a final generator (the drain).
 
-One file per workload plus one line in `registry.py`. A workload may import `harness.history`.
+A part (DESIGN.md, "Layers"): imports the ground floor (`kernel`) only. One file per workload plus
+one line in `registry.py`.
 """

@@ -7,19 +7,35 @@ sent — unknown topic/partition, message too large, invalid argument, raised be
 left — are `fail`; every other error (message timed out, not enough replicas after retries,
 broker transport failures, an unknown producer id...) is `info`: the write may have happened.
 
-Each worker's ops come from its own RNG derived from the run seed, so the sequence of invocations
-per worker is a pure function of the seed (timing aside).
+`assign` follows Kafka's `KafkaConsumer.assign` as Jepsen's checker expects: keys that stay
+assigned keep the consumer's position, only newly assigned keys start from the beginning.
+
+A send op carries one to `MAX_SENDS_PER_OP` sends to random keys, produced together and awaited
+together (one round trip, as Jepsen's multi-micro-op ops), so a handful of workers with one op in
+flight each keeps every partition busy: the more acknowledged writes are in flight when a leader
+dies, the more a replication mistake can lose. The op is `ok` only if every send was acknowledged,
+`fail` only if every send certainly failed, `info` otherwise.
+
+Each worker's ops come from its own stream `rng(seed, "workload", "queue", worker)`, so the
+sequence of invocations per worker is a pure function of the seed (timing aside). The final drain
+assigns every key and polls until each has been read up to the high watermark it had when the
+drain began (the client reports those ends on the drain's polls).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import random
-from collections.abc import Iterator
-from dataclasses import dataclass
+import time
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from kernel.history import OpType
+from kernel.node import Node
+from kernel.rng import rng as seeded
+from kernel.spec import RunSpec
+from kernel.workload import ClientContext, Completion, Invocation, Workload
 
 #: errors after which the message certainly was not written
 DEFINITE_FAILURES = {
@@ -28,88 +44,242 @@ DEFINITE_FAILURES = {
     KafkaError._INVALID_ARG, KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.INVALID_REQUIRED_ACKS,
 }
 SEND_TIMEOUT_MS = 5000
+MAX_SENDS_PER_OP = 8
 POLL_BATCH = 50
+POLL_TIMEOUT_S = 0.5
+DRAIN_POLL_TIMEOUT_S = 1.0
+#: how long the drain keeps asking for high watermarks while leadership settles after the heal
+WATERMARK_PATIENCE_S = 60.0
 
 _quiet = logging.getLogger("chaos.librdkafka")
 _quiet.addHandler(logging.NullHandler())
 _quiet.propagate = False
 
 
-@dataclass(frozen=True, slots=True)
-class Invocation:
-    f: str  # send | poll | assign
-    value: Any  # [["send", k, v]] | [["poll"]] | [keys]
-
-
-def generate(seed: int, worker: int, partitions: int) -> Iterator[Invocation]:
+class QueueGenerator:
     """Worker `worker`'s op stream: always assign first, then mostly sends and polls."""
-    rng = random.Random(f"{seed}/queue/worker-{worker}")
-    seq = 0
-    yield Invocation("assign", sorted(rng.sample(range(partitions), k=rng.randint(1, partitions))))
-    while True:
-        x = rng.random()
+
+    def __init__(self, spec: RunSpec, worker: int) -> None:
+        self.rng = seeded(spec.seed, "workload", "queue", "worker", worker)
+        self.worker = worker
+        self.partitions = spec.partitions
+        self.seq = 0
+        self.started = False
+
+    def _keys(self) -> list[int]:
+        return sorted(self.rng.sample(range(self.partitions), k=self.rng.randint(1, self.partitions)))
+
+    def next(self) -> Invocation:
+        if not self.started:
+            self.started = True
+            return Invocation("assign", self._keys())
+        x = self.rng.random()
         if x < 0.6:
-            seq += 1
-            yield Invocation("send", [["send", rng.randrange(partitions), (worker + 1) * 1_000_000_000 + seq]])
-        elif x < 0.95:
-            yield Invocation("poll", [["poll"]])
-        else:
-            yield Invocation("assign", sorted(rng.sample(range(partitions), k=rng.randint(1, partitions))))
+            mops = []
+            for _ in range(self.rng.randint(1, MAX_SENDS_PER_OP)):
+                self.seq += 1
+                mops.append(["send", self.rng.randrange(self.partitions), (self.worker + 1) * 1_000_000_000 + self.seq])
+            return Invocation("send", mops)
+        if x < 0.95:
+            return Invocation("poll", [["poll"]])
+        return Invocation("assign", self._keys())
+
+    def update(self, op: Invocation, done: Completion) -> None:
+        return None
+
+
+class FinalDrain:
+    """After the heal: assign every key, then poll until every key is read up to its end."""
+
+    def __init__(self, spec: RunSpec) -> None:
+        self.keys = list(range(spec.partitions))
+        self.assigned = False
+        self.ends: dict[int, int] | None = None
+        self.read_to: dict[int, int] = {}
+        self.given_up = False
+
+    def next(self) -> Invocation | None:
+        if self.given_up:
+            return None
+        if not self.assigned:
+            return Invocation("assign", self.keys, {"final": True})
+        if self.ends is not None and all(self.read_to.get(k, 0) >= e for k, e in self.ends.items()):
+            return None
+        return Invocation("poll", [["poll"]], {"final": True})
+
+    def update(self, op: Invocation, done: Completion) -> None:
+        if done.type is not OpType.OK:
+            self.given_up = True  # the drain is incomplete; the check says so
+            return
+        if op.f == "assign":
+            self.assigned = True
+            return
+        ends = done.extra.get("ends")
+        if ends is not None and self.ends is None:
+            self.ends = {int(k): int(v) for k, v in ends.items()}
+        for m in done.value:
+            for k, pairs in (m[1] if len(m) > 1 else {}).items():
+                if pairs:
+                    self.read_to[int(k)] = max(self.read_to.get(int(k), 0), pairs[-1][0] + 1)
+
+
+def _collect_into(box: list[tuple[Any, Any]]) -> Any:
+    """A delivery callback that keeps (error, message) in `box`."""
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        box.append((err, msg))
+
+    return on_delivery
 
 
 class QueueClient:
     """One process's connection: a producer and a consumer, reopened when the process is retired."""
 
-    def __init__(self, bootstrap: str, topic: str, *, acks: str, idempotence: bool, process: int) -> None:
-        self.topic = topic
+    def __init__(self, ctx: ClientContext) -> None:
+        self.ctx = ctx
+        self.topic = ctx.spec.topic
+        self.producer: Producer | None = None
+        self.consumer: Consumer | None = None
+        self.assigned: set[int] = set()
+        self.ends: dict[int, int] | None = None
+
+    def open(self, node: Node) -> None:
+        self.connect(self.ctx.address_of(node))
+
+    def connect(self, bootstrap: str) -> None:
+        spec = self.ctx.spec
         common = {"bootstrap.servers": bootstrap, "logger": _quiet, "socket.timeout.ms": 3000,
                   "metadata.max.age.ms": 2000, "topic.metadata.refresh.interval.ms": 1000}
-        self.producer = Producer({**common, "acks": "all" if acks in ("all", "-1") else acks,
-                                  "enable.idempotence": idempotence, "message.timeout.ms": SEND_TIMEOUT_MS,
+        self.producer = Producer({**common, "acks": "all" if spec.acks in ("all", "-1") else spec.acks,
+                                  "enable.idempotence": spec.idempotence, "message.timeout.ms": SEND_TIMEOUT_MS,
                                   "request.timeout.ms": 3000, "linger.ms": 0})
-        self.consumer = Consumer({**common, "group.id": f"chaos-{process}", "enable.auto.commit": False,
+        self.consumer = Consumer({**common, "group.id": f"chaos-{self.ctx.process}", "enable.auto.commit": False,
                                   "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
                                   "fetch.wait.max.ms": 100})
 
-    def send(self, key: int, value: int) -> tuple[str, Any, str | None]:
-        result: list[tuple[Any, Any]] = []
+    def invoke(self, op: Invocation) -> Completion:
         try:
-            self.producer.produce(self.topic, str(value).encode(), partition=key,
-                                  on_delivery=lambda e, m: result.append((e, m)))
-        except (BufferError, KafkaException) as e:  # refused before sending anything
-            return "fail", None, str(e)
+            if op.f in ("assign", "subscribe"):
+                self.assign(list(op.value))
+                return Completion(OpType.OK, op.value)
+            final = bool(op.extra.get("final"))
+            return self._mops(op, final)
+        except Exception as e:  # we do not know what happened: info, never fail
+            return Completion(OpType.INFO, op.value, {"error": f"{type(e).__name__}: {e}"})
+
+    def _mops(self, op: Invocation, final: bool) -> Completion:
+        errors: list[str] = []
+        outcomes: list[str] = []
+        extra: dict[str, Any] = {}
+        sends = [(i, m) for i, m in enumerate(op.value) if m[0] == "send"]
+        results = dict(zip([i for i, _ in sends], self.send_many([(m[1], m[2]) for _, m in sends]), strict=True))
+        out: list[list[Any]] = []
+        for i, m in enumerate(op.value):
+            if m[0] == "send":
+                typ, offset, err = results[i]
+                outcomes.append(typ)
+                if err:
+                    errors.append(err)
+                out.append(["send", m[1], [offset, m[2]]] if typ == "ok" else m)
+            else:
+                if final and self.ends is None:
+                    self.ends = self.high_watermarks(sorted(self.assigned))
+                out.append(["poll", self.poll(DRAIN_POLL_TIMEOUT_S if final else POLL_TIMEOUT_S)])
+                outcomes.append("ok")
+        if final and self.ends is not None:
+            extra["ends"] = {str(k): v for k, v in self.ends.items()}
+        if all(o == "ok" for o in outcomes):
+            return Completion(OpType.OK, out, extra)
+        if all(o == "fail" for o in outcomes):
+            return Completion(OpType.FAIL, op.value, {"error": "; ".join(errors)})
+        return Completion(OpType.INFO, op.value, {"error": "; ".join(errors)})
+
+    def send(self, key: int, value: int) -> tuple[str, Any, str | None]:
+        return self.send_many([(key, value)])[0]
+
+    def send_many(self, sends: list[tuple[int, int]]) -> list[tuple[str, Any, str | None]]:
+        """Produce every (key, value), then wait once for all delivery reports: (outcome, offset, error)."""
+        if not sends:
+            return []
+        assert self.producer is not None, "open() first"
+        reports: list[list[tuple[Any, Any]]] = [[] for _ in sends]
+        refused: dict[int, str] = {}
+        for i, (key, value) in enumerate(sends):
+            try:
+                self.producer.produce(self.topic, str(value).encode(), partition=key,
+                                      on_delivery=_collect_into(reports[i]))
+            except (BufferError, KafkaException) as e:  # refused before sending anything
+                refused[i] = str(e)
         self.producer.flush(SEND_TIMEOUT_MS / 1000 + 2)
-        if not result:
-            return "info", None, "no delivery report in time"
-        err, msg = result[0]
-        if err is None:
-            return "ok", msg.offset(), None
-        if err.code() in DEFINITE_FAILURES:
-            return "fail", None, err.str()
-        return "info", None, err.str()
-
-    def assign(self, keys: list[int]) -> None:
-        self.consumer.assign([TopicPartition(self.topic, k, OFFSET_BEGINNING) for k in keys])
-
-    def poll(self, timeout: float = 0.5) -> dict[str, list[list[int]]]:
-        out: dict[str, list[list[int]]] = {}
-        for m in self.consumer.consume(POLL_BATCH, timeout):
-            if m.error() is not None:
-                if m.error().fatal():
-                    raise KafkaException(m.error())
-                continue
-            out.setdefault(str(m.partition()), []).append([m.offset(), int(m.value())])
+        out: list[tuple[str, Any, str | None]] = []
+        for i, box in enumerate(reports):
+            if i in refused:
+                out.append(("fail", None, refused[i]))
+            elif not box:
+                out.append(("info", None, "no delivery report in time"))
+            elif box[0][0] is None:
+                out.append(("ok", box[0][1].offset(), None))
+            elif box[0][0].code() in DEFINITE_FAILURES:
+                out.append(("fail", None, box[0][0].str()))
+            else:
+                out.append(("info", None, box[0][0].str()))
         return out
 
-    def positions(self) -> dict[int, int]:
-        return {tp.partition: tp.offset for tp in self.consumer.position(self.consumer.assignment())}
+    def assign(self, keys: list[int]) -> None:
+        """Kafka's assign: retained keys keep their position, new keys start at the beginning."""
+        assert self.consumer is not None, "open() first"
+        want = set(keys)
+        gone, new = self.assigned - want, want - self.assigned
+        if gone:
+            self.consumer.incremental_unassign([TopicPartition(self.topic, k) for k in sorted(gone)])
+        if new:
+            self.consumer.incremental_assign([TopicPartition(self.topic, k, OFFSET_BEGINNING) for k in sorted(new)])
+        self.assigned = want
+
+    def poll(self, timeout: float = POLL_TIMEOUT_S) -> dict[str, list[list[int]]]:
+        assert self.consumer is not None, "open() first"
+        out: dict[str, list[list[int]]] = {}
+        for m in self.consumer.consume(POLL_BATCH, timeout):
+            err = m.error()
+            if err is not None:
+                if err.fatal():
+                    raise KafkaException(err)
+                continue
+            offset, value = m.offset(), m.value()
+            if offset is None or value is None:
+                raise KafkaException(f"a record without an offset or value on partition {m.partition()}")
+            out.setdefault(str(m.partition()), []).append([offset, int(value)])
+        return out
 
     def high_watermarks(self, keys: list[int]) -> dict[int, int]:
-        return {k: self.consumer.get_watermark_offsets(TopicPartition(self.topic, k), timeout=5)[1] for k in keys}
+        """Each key's high watermark, asking again while leadership settles: a leader can still move
+        after the recovery wait (a reassignment finishing, a preferred election), and the client's
+        metadata catches up only after a NOT_LEADER answer."""
+        assert self.consumer is not None, "open() first"
+        deadline = time.monotonic() + WATERMARK_PATIENCE_S
+        while True:
+            try:
+                return {k: self.consumer.get_watermark_offsets(TopicPartition(self.topic, k), timeout=5)[1]
+                        for k in keys}
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     def close(self) -> None:
-        try:
-            self.consumer.close()
-        except (KafkaException, RuntimeError):
-            pass
-        self.producer.flush(0)
+        if self.consumer is not None:
+            with contextlib.suppress(KafkaException, RuntimeError):
+                self.consumer.close()
+            self.consumer = None
+        if self.producer is not None:
+            self.producer.flush(0)
+            self.producer = None
+
+
+WORKLOAD = Workload(
+    name="queue",
+    client_factory=QueueClient,
+    generator=QueueGenerator,
+    final_generator=FinalDrain,
+    description="Jepsen's Kafka queue: unique values sent with acks, consumers assign and poll, a final drain",
+)

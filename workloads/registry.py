@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from harness.errors import UsageError
+from kernel.errors import UsageError
+from kernel.workload import Workload
+from workloads import hotkey, queue
 
-WORKLOADS = {"queue": "workloads.queue"}
+WORKLOADS: dict[str, Workload] = {
+    "queue": queue.WORKLOAD,
+    "hotkey": hotkey.WORKLOAD,
+}
 
 
-def check_workload(name: str) -> None:
+def get_workload(name: str) -> Workload:
     if name not in WORKLOADS:
         raise UsageError(f"unknown workload {name!r}; known: {', '.join(sorted(WORKLOADS))}")
+    return WORKLOADS[name]

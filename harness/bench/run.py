@@ -13,8 +13,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.registry import build_test
 from harness.run import run
-from harness.spec import build_spec
+from kernel.spec import build_spec
 
 
 def main() -> int:
@@ -27,7 +28,7 @@ def main() -> int:
         spec = build_spec({"nodes": 3, "nemesis": (), "time_limit": args.time_limit, "concurrency": args.concurrency,
                            "rate": 100_000.0, "seed": 1, "store": d, "cluster": "bench-run", "partitions": 3})
         t = time.perf_counter()
-        out = run(spec, progress=False)
+        out = run(build_test(spec), progress=False)
         total = time.perf_counter() - t
         meta = json.loads((out.run_dir / "test.json").read_text())
     ops = meta["ops"]

@@ -4,30 +4,40 @@ It acts on nodes only through `Remote` (so docker nodes and real machines are dr
 and reads cluster metadata (who is controller, who leads a partition) from ZooKeeper with kazoo from
 the control host, for targeted faults. Broker ids follow node order: n1 is broker 1.
 
-Processes are found by the pid files of `harness.layout`; every operation is idempotent, because
-nemeses and teardown may repeat them on any exit path.
+Processes are found by the pid files of `kernel.layout`; every operation is idempotent, because
+nemeses and teardown may repeat them on any exit path. The adapter is created from settings alone
+and bound to the run's nodes by `setup(cluster)` (or `attach(cluster)` for a cluster that is
+already deployed, as `chaos heal` does).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import shlex
 import socket
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
-from harness import layout
+from harness.db import zk_layout as zkp
 from harness.db import zookeeper
 from harness.db.settings import BrokerSettings
-from harness.errors import ProvisionError, RemoteError
-from harness.node import Node
-from harness.remote import Remote
+from kernel import layout
+from kernel.db import Cluster, PartitionState
+from kernel.errors import ProvisionError, RemoteError, UsageError
+from kernel.node import Node
+from kernel.remote import Remote
 
 log = logging.getLogger(__name__)
 
 PROCESSES = ("broker", "zookeeper")
+_QUIET = logging.getLogger("chaos.librdkafka.admin")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
 
 
 def broker_id(nodes: list[Node], node: Node) -> int:
@@ -50,6 +60,11 @@ def broker_properties(nodes: list[Node], node: Node, settings: BrokerSettings) -
         "zookeeper.session.timeout.ms": str(settings.session_timeout_ms),
         "replica.lag.time.max.ms": str(settings.replica_lag_time_max_ms),
         "auto.create.topics.enable": "false",
+        # librdkafka looks up a group coordinator for any consumer with a group.id (the assign-mode
+        # queue consumers have one), which creates __consumer_offsets: Kafka's 50 partitions would
+        # add 150 replicas to every failover's elections for offsets no assign-mode check reads
+        "offsets.topic.num.partitions": "3",
+        "offsets.topic.replication.factor": str(min(3, len(nodes))),
     }
     if settings.flush_messages is not None:
         props["flush.messages"] = str(settings.flush_messages)
@@ -61,15 +76,41 @@ def _pid_alive_cmd(pidfile: str) -> str:
     return f"[ -f {pidfile} ] && kill -0 $(cat {pidfile}) 2>/dev/null && cat {pidfile}"
 
 
-class LogbrokerDB:
-    """Implements DB, Killable, Pausable, HasLogFiles, HasReplicaDumps and ClusterView."""
+@functools.cache
+def known_bugs() -> tuple[str, ...]:
+    """The broker's bug switches, asked of the broker program itself (`python -m logbroker
+    --list-bugs`), so the names live in one place: cluster-impl/logbroker/bugs.py."""
+    try:
+        out = subprocess.run([sys.executable, "-m", "logbroker", "--list-bugs"], capture_output=True, text=True,
+                             timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        raise UsageError(f"cannot list the broker's bug switches (is cluster-impl installed? `make venv`): {e}"
+                         ) from None
+    return tuple(line.strip() for line in out.splitlines() if line.strip())
 
-    def __init__(self, nodes: list[Node], remotes: Mapping[str, Remote], settings: BrokerSettings) -> None:
-        self.nodes = list(nodes)
-        self.remotes = remotes
+
+def check_bugs(names: tuple[str, ...]) -> None:
+    known = known_bugs()
+    for b in names:
+        if b not in known:
+            raise UsageError(f"unknown bug switch {b!r}; known: {', '.join(known)}")
+
+
+class LogbrokerDB:
+    """Implements DB, Killable, Pausable, HasLogFiles, HasReplicaDumps, ClusterView and Reassignable."""
+
+    def __init__(self, settings: BrokerSettings) -> None:
         self.settings = settings
+        self.nodes: list[Node] = []
+        self.remotes: Mapping[str, Remote] = {}
         self._zk_lock = threading.Lock()
         self._zk: object | None = None  # a kazoo.client.KazooClient, created lazily
+
+    def attach(self, cluster: Cluster) -> LogbrokerDB:
+        """Bind to nodes that already run (or are about to run) the cluster."""
+        self.nodes = list(cluster.nodes)
+        self.remotes = cluster.remotes
+        return self
 
     # --- helpers -------------------------------------------------------------------------------
     def _r(self, node: Node) -> Remote:
@@ -78,13 +119,54 @@ class LogbrokerDB:
     def node_by_broker_id(self, bid: int) -> Node | None:
         return self.nodes[bid - 1] if 1 <= bid <= len(self.nodes) else None
 
+    def broker_id(self, node: Node) -> int:
+        return broker_id(self.nodes, node)
+
+    def client_address(self, node: Node) -> str:
+        return f"{node.ip}:{layout.BROKER_PORT}"
+
     def bootstrap_servers(self) -> str:
-        return ",".join(f"{n.ip}:{layout.BROKER_PORT}" for n in self.nodes)
+        return ",".join(self.client_address(n) for n in self.nodes)
 
     def zk_connect(self) -> str:
         return ",".join(f"{n.ip}:{layout.ZK_CLIENT_PORT}" for n in self.nodes)
 
     # --- DB ------------------------------------------------------------------------------------
+    def setup(self, cluster: Cluster, *, timeout: float = 90.0) -> None:
+        self.attach(cluster)
+        self.setup_all(timeout=timeout)
+
+    def teardown(self, cluster: Cluster) -> None:
+        self.attach(cluster)
+        self.teardown_all()
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int, *, timeout: float = 60.0) -> None:
+        """Create the topic through Kafka's admin API, then wait until every partition has a leader."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers(), "logger": _QUIET})  # type: ignore[dict-item]
+        deadline = time.monotonic() + timeout
+        while len(admin.list_topics(timeout=10).brokers) < len(self.nodes):
+            if time.monotonic() > deadline:
+                raise ProvisionError("not every broker joined the cluster in time")
+            time.sleep(0.3)
+        for f in admin.create_topics([NewTopic(topic, partitions, replication_factor)]).values():
+            try:
+                f.result(30)
+            except Exception as e:  # KafkaException: the broker refused; say what it said
+                raise ProvisionError(f"creating topic {topic} failed: {e}") from None
+        while any(self.leader(topic, p) is None for p in range(partitions)):
+            if time.monotonic() > deadline:
+                raise ProvisionError(f"topic {topic} got no leaders in time")
+            time.sleep(0.3)
+
+    def recovered(self, topic: str, partitions: int, replication_factor: int) -> bool:
+        for p in range(partitions):
+            s = self.partition(topic, p)
+            if s is None or s.leader is None or len(s.isr) < replication_factor:
+                return False
+        return True
+
     def setup_all(self, *, timeout: float = 90.0) -> None:
         """ZooKeeper everywhere first (a quorum must form), then the brokers; wait until all answer."""
         for node in self.nodes:
@@ -104,18 +186,18 @@ class LogbrokerDB:
         errors = []
         for node in self.nodes:
             try:
-                self.teardown(node)
+                self.teardown_node(node)
             except RemoteError as e:  # keep tearing down the others; report after
                 errors.append(str(e))
         if errors:
             raise RemoteError("cluster", "teardown failed on some nodes: " + "; ".join(errors))
 
-    def setup(self, node: Node) -> None:
+    def setup_node(self, node: Node) -> None:
         self._install_configs(node)
         self.start_zookeeper(node)
         self.start(node)
 
-    def teardown(self, node: Node) -> None:
+    def teardown_node(self, node: Node) -> None:
         for process in PROCESSES:
             self.resume(node, process=process)
         self.kill(node)
@@ -240,7 +322,7 @@ class LogbrokerDB:
     def _wait_brokers_registered(self, deadline: float) -> None:
         want = {str(broker_id(self.nodes, n)) for n in self.nodes}
         while True:
-            ids = set(self._zk_children("/brokers/ids") or [])
+            ids = set(self._zk_children(zkp.BROKER_IDS) or [])
             if want <= ids:
                 return
             if time.monotonic() > deadline:
@@ -284,24 +366,40 @@ class LogbrokerDB:
             return None
 
     def controller(self) -> Node | None:
-        raw = self._zk_get("/controller")
+        raw = self._zk_get(zkp.CONTROLLER)
         if not raw:
             return None
-        d = json.loads(raw)
-        bid = d.get("brokerid", d.get("broker_id"))
+        bid = json.loads(raw).get("brokerid")
         return self.node_by_broker_id(int(bid)) if bid is not None else None
 
     def controller_epoch(self) -> int | None:
-        raw = self._zk_get("/controller_epoch")
+        raw = self._zk_get(zkp.CONTROLLER_EPOCH)
         return int(raw.decode().strip()) if raw else None
 
     def partition_state(self, topic: str, partition: int) -> dict | None:  # type: ignore[type-arg]
-        raw = self._zk_get(f"/brokers/topics/{topic}/partitions/{partition}/state")
+        """The raw state znode: {"leader", "leader_epoch", "isr", "controller_epoch"} (broker ids)."""
+        raw = self._zk_get(zkp.partition_state(topic, partition))
         return json.loads(raw) if raw else None
 
-    def assignment(self, topic: str, partition: int) -> dict | None:  # type: ignore[type-arg]
+    def partition(self, topic: str, partition: int) -> PartitionState | None:
+        state = self.partition_state(topic, partition)
+        assigned = self.assignment_ids(topic, partition)
+        if state is None:
+            return None
+        leader = self.node_by_broker_id(int(state.get("leader", -1)))
+        isr = [n for n in self._nodes_of(state.get("isr", []))]
+        replicas = [n for n in self._nodes_of(assigned["replicas"] if assigned else state.get("isr", []))]
+        return PartitionState(leader, isr, replicas, state.get("leader_epoch"))
+
+    def _nodes_of(self, ids: list[int]) -> Iterator[Node]:
+        for bid in ids:
+            n = self.node_by_broker_id(int(bid))
+            if n is not None:
+                yield n
+
+    def assignment_ids(self, topic: str, partition: int) -> dict[str, list[int]] | None:
         """The partition's entry in the topic znode: {"replicas", "adding", "removing"} (broker ids)."""
-        raw = self._zk_get(f"/brokers/topics/{topic}")
+        raw = self._zk_get(zkp.topic(topic))
         if not raw:
             return None
         d = json.loads(raw)
@@ -311,13 +409,19 @@ class LogbrokerDB:
         return {"replicas": d["partitions"][key], "adding": (d.get("adding_replicas") or {}).get(key, []),
                 "removing": (d.get("removing_replicas") or {}).get(key, [])}
 
+    def assignment(self, topic: str, partition: int) -> dict[str, list[str]] | None:
+        ids = self.assignment_ids(topic, partition)
+        if ids is None:
+            return None
+        return {k: [n.name for n in self._nodes_of(v)] for k, v in ids.items()}
+
     # --- operator requests, by the ZooKeeper admin paths of seed 003 (cluster-impl/README.md) ------
-    def request_reassignment(self, topic: str, partition: int, replicas: list[int]) -> None:
+    def request_reassignment(self, topic: str, partition: int, nodes: list[Node]) -> None:
         """Ask the controller to move a partition; it finishes (and deletes the request) on its own."""
         from kazoo.exceptions import NodeExistsError
 
-        path = f"/admin/partitions_reassigned/{topic}/{partition}"
-        data = json.dumps({"version": 1, "replicas": replicas}).encode()
+        path = zkp.admin_entry(zkp.REASSIGN, topic, partition)
+        data = json.dumps({"version": 1, "replicas": [self.broker_id(n) for n in nodes]}).encode()
         zk = self._client()
         try:
             zk.create(path, data, makepath=True)
@@ -330,7 +434,7 @@ class LogbrokerDB:
 
         body = {"version": 1, "partitions": [{"topic": topic, "partition": p} for p in partitions]}
         try:
-            self._client().create("/admin/preferred_replica_election", json.dumps(body).encode(), makepath=True)
+            self._client().create(zkp.PREFERRED_ELECTION, json.dumps(body).encode(), makepath=True)
             return True
         except NodeExistsError:
             return False

@@ -8,8 +8,8 @@ widen the upper bound explicitly) and pauses longer than the session timeout exp
 
 from __future__ import annotations
 
-from harness import layout
-from harness.node import Node
+from kernel import layout
+from kernel.node import Node
 
 TICK_MS = 500
 

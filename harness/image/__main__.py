@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from harness.errors import ChaosError
 from harness.image.build import ensure_node_image
+from kernel.errors import ChaosError
 
 
 @click.group()

@@ -23,7 +23,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from harness.errors import ProvisionError
+from kernel.errors import ProvisionError
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = Path(__file__).resolve().parent / "files"
@@ -162,7 +162,8 @@ def build_base(client: docker.DockerClient, *, force: bool = False) -> BuiltImag
              f"{env} apt-get install -y -qq --no-install-recommends {' '.join(PACKAGES)}"],
             log,
         )
-        _run(["chroot", str(rootfs), "sh", "-c", "apt-get clean && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*"], log)
+        _run(["chroot", str(rootfs), "sh", "-c",
+              "apt-get clean && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*"], log)
         (rootfs / "usr/sbin/policy-rc.d").unlink()
     finally:
         _umount_all(rootfs)

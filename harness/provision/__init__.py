@@ -1,14 +1,15 @@
-"""Provisioners: where nodes come from.
+"""Provisioners: where nodes come from (a part; the orchestrator reaches them through `get_provisioner`).
 
 `docker` (default) creates containers from the node image on a labelled bridge network; `ssh`
 uses hosts that already exist. Both hand out `Node` records and keep per-cluster state
 (`state.ClusterState`: key pair, known_hosts, nodes.json) so later commands find the cluster again.
+The Protocol they implement is `kernel.test.Provisioner`.
 """
 
 from __future__ import annotations
 
-from harness.errors import UsageError
-from harness.provision.protocol import Provisioner
+from kernel.errors import UsageError
+from kernel.test import Provisioner
 
 PROVISIONERS = ("docker", "ssh")
 

@@ -14,9 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import ipaddress
-import signal
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -25,33 +23,19 @@ import docker
 import docker.errors
 import docker.types
 
-from harness.errors import ProvisionError, UsageError
 from harness.image.build import NODE_TAG_LATEST, ensure_node_image
 from harness.image.build import docker_client as _client
-from harness.node import Node, node_names
 from harness.provision.state import ClusterState
+from harness.signals import shielded
+from harness.ssh import SSHRemote
+from kernel.db import Cluster
+from kernel.errors import ProvisionError, UsageError
+from kernel.names import check_name
+from kernel.node import Node, node_names
 
 LABEL = "chaos.cluster"
 
 
-@contextlib.contextmanager
-def deferred_sigint() -> Iterator[None]:
-    """Hold Ctrl-C until the engine call in flight has returned, then raise it.
-
-    An interrupted create call leaves a container the engine still makes after we stopped listening,
-    which no cleanup sweep can reliably catch; deferring the interrupt by one API call means we always
-    know every object we made. (Only the main thread can own signal handlers; elsewhere a no-op.)"""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pending: list[int] = []
-    old = signal.signal(signal.SIGINT, lambda signum, frame: pending.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-        if pending:
-            raise KeyboardInterrupt
 MAX_NODES = 50
 
 
@@ -61,7 +45,7 @@ def _used_subnets(client: docker.DockerClient) -> list[ipaddress.IPv4Network]:
         for cfg in (net.attrs.get("IPAM") or {}).get("Config") or []:
             sub = cfg.get("Subnet")
             if sub and ":" not in sub:
-                out.append(ipaddress.ip_network(sub))
+                out.append(ipaddress.IPv4Network(sub, strict=False))
     return out
 
 
@@ -69,7 +53,7 @@ def choose_subnet(name: str, used: list[ipaddress.IPv4Network]) -> ipaddress.IPv
     """A /24 in 10.213.0.0/16 derived from the cluster name; the next free one if that clashes."""
     start = int(hashlib.sha256(name.encode()).hexdigest(), 16) % 250
     for i in range(250):
-        candidate = ipaddress.ip_network(f"10.213.{(start + i) % 250 + 1}.0/24")
+        candidate = ipaddress.IPv4Network(f"10.213.{(start + i) % 250 + 1}.0/24")
         if not any(candidate.overlaps(u) for u in used):
             return candidate
     raise ProvisionError("no free /24 left in 10.213.0.0/16 for a cluster network")
@@ -79,10 +63,12 @@ class DockerProvisioner:
     kind = "docker"
 
     def __init__(self, cluster: str = "chaos", *, image: str | None = None, build_image: bool = True) -> None:
-        self.cluster = cluster
+        self.cluster = check_name(cluster, "cluster name")
         self.state = ClusterState(cluster)
         self._image = image
         self._build_image = build_image
+        self._image_id: str | None = None
+        self._image_tag: str | None = None
 
     @property
     def network_name(self) -> str:
@@ -101,11 +87,17 @@ class DockerProvisioner:
         if not 1 <= n <= MAX_NODES:
             raise UsageError(f"--nodes must be between 1 and {MAX_NODES}, not {n}")
         client = _client()
-        if client.containers.list(all=True, filters={"label": f"{LABEL}={self.cluster}"}):
+        if self.leftovers():
             raise ProvisionError(
-                f"cluster {self.cluster!r} already has containers; run `chaos cluster down` first"
+                f"cluster {self.cluster!r} already has containers or a network; run `chaos cluster down "
+                f"--name {self.cluster}` first"
             )
         image = self._image or (ensure_node_image().tag if self._build_image else NODE_TAG_LATEST)
+        try:
+            self._image_id = str(client.images.get(image).id)
+        except docker.errors.DockerException:
+            self._image_id = None
+        self._image_tag = image
         try:
             return self._up(client, n, image, ssh_timeout)
         except BaseException:
@@ -120,9 +112,12 @@ class DockerProvisioner:
         hosts = list(subnet.hosts())
         gateway = str(hosts[0])
         ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(subnet=str(subnet), gateway=gateway)])
-        with deferred_sigint():
-            client.networks.create(self.network_name, driver="bridge", ipam=ipam, labels=labels,
-                                   check_duplicate=True)
+        with shielded():
+            try:
+                client.networks.create(self.network_name, driver="bridge", ipam=ipam, labels=labels,
+                                       check_duplicate=True)
+            except docker.errors.APIError as e:
+                raise ProvisionError(f"cannot create the network {self.network_name}: {_engine_says(e)}") from None
         pubkey = self.state.new_key()
         names = node_names(n)
         ips = {name: str(hosts[i + 1]) for i, name in enumerate(names)}
@@ -137,7 +132,7 @@ class DockerProvisioner:
             net_cfg = api.create_networking_config(
                 {self.network_name: api.create_endpoint_config(ipv4_address=ips[name], aliases=[name])}
             )
-            with deferred_sigint():
+            with shielded(), _engine_errors(f"container {self.container_name(name)}"):
                 cid = api.create_container(
                     image,
                     name=self.container_name(name),
@@ -192,6 +187,19 @@ class DockerProvisioner:
         except OSError:
             return False
 
+    def connect(self, nodes: list[Node]) -> Cluster:
+        return Cluster(list(nodes), {n.name: SSHRemote(n) for n in nodes})
+
+    def facts(self) -> dict[str, object]:
+        """What test.json should say about where the nodes came from (the node image)."""
+        return {"image": self._image_id, "image_tag": self._image_tag}
+
+    def leftovers(self) -> int:
+        """Labelled containers and networks of this cluster name (an earlier run that crashed)."""
+        client = _client()
+        flt = {"label": f"{LABEL}={self.cluster}"}
+        return len(client.api.containers(all=True, filters=flt)) + len(client.networks.list(filters=flt))
+
     # --- down ----------------------------------------------------------------------------------
     def down(self) -> None:
         _remove(_client(), f"{LABEL}={self.cluster}")
@@ -211,6 +219,19 @@ class DockerProvisioner:
         return sorted(out, key=lambda d: (len(d["node"]), d["node"]))
 
 
+def _engine_says(e: docker.errors.APIError) -> str:
+    return str(getattr(e, "explanation", None) or e).strip().splitlines()[0][:200]
+
+
+@contextlib.contextmanager
+def _engine_errors(what: str) -> Iterator[None]:
+    """An engine refusal (a name taken, an image missing) is the user's or the machine's, not a bug."""
+    try:
+        yield
+    except docker.errors.APIError as e:
+        raise ProvisionError(f"docker refused to make {what}: {_engine_says(e)}") from None
+
+
 def _remove(client: docker.DockerClient, label_filter: str, settle_s: float = 0.0) -> tuple[int, int]:
     """Remove containers, then networks, matching `label_filter`; count what went.
 
@@ -222,16 +243,12 @@ def _remove(client: docker.DockerClient, label_filter: str, settle_s: float = 0.
         # the low-level list does not inspect each container, so one vanishing meanwhile is no error
         containers = client.api.containers(all=True, filters={"label": label_filter})
         for c in containers:
-            try:
+            with contextlib.suppress(docker.errors.NotFound):
                 client.api.remove_container(c["Id"], force=True, v=True)
-            except docker.errors.NotFound:
-                pass
         networks = client.networks.list(filters={"label": label_filter})
         for net in networks:
-            try:
-                net.remove()
-            except (docker.errors.NotFound, docker.errors.APIError):
-                pass  # an endpoint still attached: the next sweep gets it
+            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):  # an endpoint still attached
+                net.remove()  # (the next sweep gets it)
         removed_c += len(containers)
         removed_n += len(networks)
         if containers or networks:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.errors import ProvisionError, RemoteError, UsageError
-from harness.node import Node
 from harness.provision.state import ClusterState
 from harness.ssh import SSHRemote
+from kernel.db import Cluster
+from kernel.errors import ProvisionError, RemoteError, UsageError
+from kernel.names import check_name
+from kernel.node import Node
 
 
 def parse_hosts(text: str, *, default_port: int = 22) -> list[tuple[str, str, int]]:
@@ -66,8 +68,14 @@ class SSHProvisioner:
         if self.hosts is None:
             raise UsageError("the ssh provisioner needs --hosts FILE (one `[name] address[:port]` per line)")
         if not self.hosts.is_file():
-            raise UsageError(f"hosts file {self.hosts} does not exist")
-        entries = parse_hosts(self.hosts.read_text(), default_port=self.port)
+            raise UsageError(f"hosts file {self.hosts} does not exist or is not a regular file")
+        try:
+            text = self.hosts.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"hosts file {self.hosts} cannot be read as text: {e}") from None
+        entries = parse_hosts(text, default_port=self.port)
+        for name, _, _ in entries:
+            check_name(name, "hosts file node name")
         if n is not None:
             if n < 1:
                 raise UsageError(f"--nodes must be at least 1, not {n}")
@@ -91,6 +99,15 @@ class SSHProvisioner:
 
     def down(self) -> None:
         self.state.remove()
+
+    def connect(self, nodes: list[Node]) -> Cluster:
+        return Cluster(list(nodes), {n.name: SSHRemote(n) for n in nodes})
+
+    def facts(self) -> dict[str, object]:
+        return {"hosts_file": str(self.hosts) if self.hosts else None}
+
+    def leftovers(self) -> int:
+        return 0  # the hosts are the user's; the DB's teardown before setup cleans what a crash left
 
     def nodes(self) -> list[Node]:
         loaded = self.state.load()

@@ -8,27 +8,42 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from harness.node import Node
+from kernel.errors import EnvironmentProblem, UsageError
+from kernel.names import check_name, remove_inside
+from kernel.node import Node
+
+#: the files a cluster's state directory holds; `remove` deletes these and nothing else
+STATE_FILES = ("id_ed25519", "id_ed25519.pub", "known_hosts", "nodes.json", "nodes.json.tmp")
 
 
 def chaos_home() -> Path:
-    return Path(os.environ.get("CHAOS_HOME", Path.home() / ".chaos"))
+    """`$CHAOS_HOME` (default `~/.chaos`); an EnvironmentProblem if it exists and is not a directory."""
+    home = Path(os.environ.get("CHAOS_HOME") or Path.home() / ".chaos")
+    if home.exists() and not home.is_dir():
+        raise EnvironmentProblem(f"CHAOS_HOME {home} is not a directory; point it at a directory the harness may use")
+    return home
+
+
+def clusters_root() -> Path:
+    return chaos_home() / "clusters"
 
 
 @dataclass(frozen=True, slots=True)
 class ClusterState:
     name: str
 
+    def __post_init__(self) -> None:
+        check_name(self.name, "cluster name")
+
     @property
     def dir(self) -> Path:
-        return chaos_home() / "clusters" / self.name
+        return clusters_root() / self.name
 
     @property
     def key_path(self) -> Path:
@@ -60,18 +75,34 @@ class ClusterState:
 
     def save_nodes(self, kind: str, nodes: list[Node]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.nodes_file.write_text(json.dumps({"provisioner": kind, "nodes": [n.to_json() for n in nodes]}, indent=2))
+        tmp = self.dir / "nodes.json.tmp"
+        tmp.write_text(json.dumps({"provisioner": kind, "nodes": [n.to_json() for n in nodes]}, indent=2))
+        tmp.replace(self.nodes_file)
 
     def load(self) -> tuple[str, list[Node]] | None:
         if not self.nodes_file.exists():
             return None
-        d = json.loads(self.nodes_file.read_text())
-        return d["provisioner"], [Node.from_json(n) for n in d["nodes"]]
+        try:
+            d = json.loads(self.nodes_file.read_text())
+            return str(d["provisioner"]), [Node.from_json(n) for n in d["nodes"]]
+        except (ValueError, KeyError, TypeError, OSError) as e:
+            raise EnvironmentProblem(f"{self.nodes_file} is unreadable ({type(e).__name__}); "
+                                     f"remove it with `chaos cluster down --name {self.name}`") from None
 
     def remove(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        """Delete the files the harness made for this cluster (and the directory if that empties it)."""
+        remove_inside(self.dir, clusters_root(), only=STATE_FILES)
 
 
 def all_states() -> list[ClusterState]:
-    root = chaos_home() / "clusters"
-    return [ClusterState(p.name) for p in sorted(root.iterdir())] if root.exists() else []
+    """Every saved cluster whose directory name is a valid cluster name (others are not ours)."""
+    root = clusters_root()
+    if not root.is_dir():
+        return []
+    out = []
+    for p in sorted(root.iterdir()):
+        try:
+            out.append(ClusterState(p.name))
+        except UsageError:
+            continue
+    return out

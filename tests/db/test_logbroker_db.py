@@ -11,6 +11,7 @@ import pytest
 
 from harness.db.logbroker import LogbrokerDB
 from harness.db.settings import BrokerSettings
+from kernel.db import Cluster
 
 pytestmark = pytest.mark.docker
 quiet = logging.getLogger("quiet-db")
@@ -23,7 +24,8 @@ def test_deploy_produce_pause_kill_restart_dump_teardown(docker_cluster) -> None
     from confluent_kafka.admin import AdminClient, NewTopic
 
     nodes = docker_cluster.nodes
-    db = LogbrokerDB(nodes, {n.name: docker_cluster.remote(n.name) for n in nodes}, BrokerSettings(partitions=2))
+    db = LogbrokerDB(BrokerSettings(partitions=2)).attach(Cluster(nodes, {n.name: docker_cluster.remote(n.name)
+                                                                          for n in nodes}))
     try:
         db.setup_all()
         assert db.controller() in nodes and (db.controller_epoch() or 0) >= 1
@@ -38,7 +40,8 @@ def test_deploy_produce_pause_kill_restart_dump_teardown(docker_cluster) -> None
         p = Producer({"bootstrap.servers": db.bootstrap_servers(), "acks": "all", "logger": quiet})
         errors: list[object] = []
         for i in range(50):
-            p.produce("chaos", str(i).encode(), partition=i % 2, on_delivery=lambda e, m: errors.append(e) if e else None)
+            p.produce("chaos", str(i).encode(), partition=i % 2,
+                      on_delivery=lambda e, m: errors.append(e) if e else None)
         assert p.flush(20) == 0 and errors == []
 
         n3 = nodes[2]

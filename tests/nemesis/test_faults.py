@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import layout
 from harness.db.logbroker import LogbrokerDB
 from harness.db.settings import BrokerSettings
-from harness.history import HistoryWriter
+from kernel import layout
+from kernel.db import Cluster
+from kernel.history import HistoryWriter
+from kernel.nemesis import NemesisContext, PlannedFault, Target
 from nemesis import build
-from nemesis.model import NemesisContext, PlannedFault
 from nemesis.runner import NemesisRunner
 
 pytestmark = pytest.mark.docker
@@ -27,16 +28,25 @@ PROBE = "timeout 2 bash -c 'exec 3<>/dev/tcp/{ip}/{port}' && echo open || echo c
 @pytest.fixture
 def ctx(docker_cluster) -> Iterator[NemesisContext]:  # type: ignore[no-untyped-def]
     nodes = docker_cluster.nodes
-    remotes = {n.name: docker_cluster.remote(n.name) for n in nodes}
-    db = LogbrokerDB(nodes, remotes, BrokerSettings(partitions=1))
-    db.setup_all()
-    c = NemesisContext(nodes, remotes, db, topic="chaos", partitions=1)
+    cluster = Cluster(nodes, {n.name: docker_cluster.remote(n.name) for n in nodes})
+    db = LogbrokerDB(BrokerSettings(partitions=1))
+    db.setup(cluster)
+    c = NemesisContext(cluster, db, topic="chaos", partitions=1)
     try:
         yield c
     finally:
         for fam in build(["partition", "pause", "clock", "kill"]).values():
             fam.heal(c)
         db.teardown_all()
+
+
+def _db(ctx: NemesisContext) -> LogbrokerDB:
+    assert isinstance(ctx.db, LogbrokerDB)
+    return ctx.db
+
+
+def _r(ctx: NemesisContext, node: str):  # type: ignore[no-untyped-def]
+    return ctx.cluster.remotes[node]
 
 
 def _run_fault(ctx: NemesisContext, fault: PlannedFault) -> tuple[object, dict]:  # type: ignore[type-arg]
@@ -46,12 +56,12 @@ def _run_fault(ctx: NemesisContext, fault: PlannedFault) -> tuple[object, dict]:
 
 def test_partition_one_cuts_broker_and_zookeeper_ports_until_heal(ctx: NemesisContext) -> None:
     n1, _, n3 = ctx.nodes
-    fam, started = _run_fault(ctx, PlannedFault("partition", "one", 0, 1, {"node": "n3", "order": ["n3", "n1", "n2"]}))
+    fam, started = _run_fault(ctx, PlannedFault(0, "partition", "one", 0, 1, {"victim": Target.of_node("n3")}))
     assert started["grudge"]["n3"] == ["n1", "n2"]
-    r3 = ctx.remotes["n3"]
+    r3 = _r(ctx, "n3")
     for port in (layout.BROKER_PORT, layout.ZK_CLIENT_PORT):
         assert r3.exec(PROBE.format(ip=n1.ip, port=port)).stdout.strip() == "closed"
-        assert ctx.remotes["n1"].exec(PROBE.format(ip=n3.ip, port=port)).stdout.strip() == "closed"
+        assert _r(ctx, "n1").exec(PROBE.format(ip=n3.ip, port=port)).stdout.strip() == "closed"
     fam.heal(ctx)  # type: ignore[attr-defined]
     for port in (layout.BROKER_PORT, layout.ZK_CLIENT_PORT):
         assert r3.exec(PROBE.format(ip=n1.ip, port=port)).stdout.strip() == "open"
@@ -59,18 +69,18 @@ def test_partition_one_cuts_broker_and_zookeeper_ports_until_heal(ctx: NemesisCo
 
 def test_pause_longer_than_session_timeout_expires_the_session(ctx: NemesisContext) -> None:
     n2 = ctx.nodes[1]
-    fam, started = _run_fault(ctx, PlannedFault("pause", "one", 0, 1, {"node": "n2"}))
-    pid = ctx.db.broker_pid(n2)
-    assert ctx.remotes["n2"].exec(f"ps -o stat= -p {pid}").stdout.strip().startswith("T")
+    fam, started = _run_fault(ctx, PlannedFault(0, "pause", "one", 0, 1, {"victim": Target.of_node("n2")}))
+    pid = _db(ctx).broker_pid(n2)
+    assert _r(ctx, "n2").exec(f"ps -o stat= -p {pid}").stdout.strip().startswith("T")
     deadline = time.monotonic() + 30
-    while "2" in (ctx.db._zk_children("/brokers/ids") or []) and time.monotonic() < deadline:
+    while "2" in (_db(ctx)._zk_children("/brokers/ids") or []) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert "2" not in (ctx.db._zk_children("/brokers/ids") or []), "a paused broker's session must expire"
-    fam.stop(ctx, PlannedFault("pause", "one", 0, 1, {}), started)  # type: ignore[attr-defined]
+    assert "2" not in (_db(ctx)._zk_children("/brokers/ids") or []), "a paused broker's session must expire"
+    fam.stop(ctx, PlannedFault(0, "pause", "one", 0, 1), started)  # type: ignore[attr-defined]
     deadline = time.monotonic() + 30
-    while "2" not in (ctx.db._zk_children("/brokers/ids") or []) and time.monotonic() < deadline:
+    while "2" not in (_db(ctx)._zk_children("/brokers/ids") or []) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert "2" in (ctx.db._zk_children("/brokers/ids") or []), "after SIGCONT it registers again"
+    assert "2" in (_db(ctx)._zk_children("/brokers/ids") or []), "after SIGCONT it registers again"
 
 
 def _broker_log_time(ctx: NemesisContext, node: str) -> float:
@@ -79,7 +89,7 @@ def _broker_log_time(ctx: NemesisContext, node: str) -> float:
     with socket.create_connection((n.ip, layout.BROKER_PORT), timeout=5) as s:
         s.sendall(b"\xff\xff\xff\xff")
     time.sleep(0.5)
-    line = [ln for ln in ctx.remotes[node].exec(f"tail -n 50 {layout.BROKER_LOG}").stdout.splitlines()
+    line = [ln for ln in _r(ctx, node).exec(f"tail -n 50 {layout.BROKER_LOG}").stdout.splitlines()
             if "closing connection" in ln][-1]
     stamp = re.match(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)", line).group(1)  # type: ignore[union-attr]
     return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
@@ -87,7 +97,7 @@ def _broker_log_time(ctx: NemesisContext, node: str) -> float:
 
 def test_clock_bump_moves_the_broker_wall_clock_not_the_hosts(ctx: NemesisContext) -> None:
     before = _broker_log_time(ctx, "n2") - time.time()
-    fam, _ = _run_fault(ctx, PlannedFault("clock", "bump", 0, 1, {"nodes": ["n2"], "seconds": 120.0}))
+    fam, _ = _run_fault(ctx, PlannedFault(0, "clock", "bump", 0, 1, {"n2": Target.of_node("n2")}, {"seconds": 120.0}))
     host_before = time.time()
     skew = _broker_log_time(ctx, "n2") - time.time()
     assert 110 < skew - before < 130, f"broker clock ahead by {skew - before:.1f} s"
@@ -97,25 +107,27 @@ def test_clock_bump_moves_the_broker_wall_clock_not_the_hosts(ctx: NemesisContex
 
 
 def test_kill_controller_and_a_new_controller_with_a_higher_epoch(ctx: NemesisContext) -> None:
-    ctrl, epoch = ctx.db.controller(), ctx.db.controller_epoch()
+    db = _db(ctx)
+    ctrl, epoch = db.controller(), db.controller_epoch()
     assert ctrl is not None and epoch is not None
-    pid = ctx.db.broker_pid(ctrl)
-    fam, started = _run_fault(ctx, PlannedFault("kill", "controller", 0, 1, {"node": "n1"}))
-    assert started["nodes"] == [ctrl.name] and ctx.db.broker_pid(ctrl) is None
-    assert ctx.remotes[ctrl.name].exec(f"kill -0 {pid}", check=False).exit_status != 0
+    pid = db.broker_pid(ctrl)
+    fam, started = _run_fault(ctx, PlannedFault(0, "kill", "controller", 0, 1, {"victim": Target.controller("n1")}))
+    assert started["nodes"] == [ctrl.name] and db.broker_pid(ctrl) is None
+    assert started["targets"]["victim"] == {"planned": "controller", "node": ctrl.name, "how": "metadata"}
+    assert _r(ctx, ctrl.name).exec(f"kill -0 {pid}", check=False).exit_status != 0
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        now = ctx.db.controller()
+        now = db.controller()
         if now is not None and now.name != ctrl.name:
             break
         time.sleep(0.5)
-    assert ctx.db.controller() not in (None, ctrl) and (ctx.db.controller_epoch() or 0) > epoch
-    fam.stop(ctx, PlannedFault("kill", "controller", 0, 1, {}), started)  # type: ignore[attr-defined]
-    assert ctx.db.broker_pid(ctrl) is not None
+    assert db.controller() not in (None, ctrl) and (db.controller_epoch() or 0) > epoch
+    fam.stop(ctx, PlannedFault(0, "kill", "controller", 0, 1), started)  # type: ignore[attr-defined]
+    assert db.broker_pid(ctrl) is not None
 
 
 def test_an_exception_mid_fault_still_heals_everything(ctx: NemesisContext, tmp_path: Path) -> None:
-    faults = [PlannedFault("partition", "halves", 0.1, 60, {"order": ["n1", "n2", "n3"]})]
+    faults = [PlannedFault(0, "partition", "halves", 0.1, 60, {}, {"order": ["n1", "n2", "n3"]})]
     history = HistoryWriter(tmp_path / "history.jsonl")
     runner = NemesisRunner(ctx, build(["partition"]), faults, history)
     with pytest.raises(RuntimeError, match="boom"):
@@ -130,7 +142,7 @@ def test_an_exception_mid_fault_still_heals_everything(ctx: NemesisContext, tmp_
             runner.heal()
             history.close()
     for n in ctx.nodes:
-        rules = ctx.remotes[n.name].exec("iptables -S CHAOS").stdout
+        rules = _r(ctx, n.name).exec("iptables -S CHAOS").stdout
         assert "DROP" not in rules
     ops = [json.loads(x) for x in (tmp_path / "history.jsonl").read_text().splitlines()]
     assert [o["f"] for o in ops] == ["start-partition", "heal"]
@@ -147,7 +159,7 @@ def _wait(pred, timeout: float, what: str, ctx: NemesisContext | None = None):  
         time.sleep(0.3)
     logs = ""
     for n in (ctx.nodes if ctx is not None else []):
-        tail = ctx.remotes[n.name].exec(  # type: ignore[union-attr]
+        tail = _r(ctx, n.name).exec(  # type: ignore[union-attr]
             f"grep -E 'chaos-0|controller|reassign|stop' {layout.BROKER_LOG} | grep -v kazoo | tail -25", check=False)
         logs += f"\n--- {n.name}\n{tail.stdout}"
     raise AssertionError(f"timed out waiting for {what}{logs}")
@@ -158,29 +170,32 @@ def test_move_reassigns_a_partition_then_elects_its_preferred_leader(ctx: Nemesi
     one old replica is deleted by StopReplica, and the preferred election hands it leadership."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": ctx.db.bootstrap_servers()})
+    db = _db(ctx)
+    admin = AdminClient({"bootstrap.servers": db.bootstrap_servers()})
     for f in admin.create_topics([NewTopic("chaos", 1, 2)]).values():
         f.result(30)
-    _wait(lambda: ctx.db.leader("chaos", 0), 30, "a leader", ctx)
-    before = ctx.db.assignment("chaos", 0)
+    _wait(lambda: db.leader("chaos", 0), 30, "a leader", ctx)
+    before = db.assignment("chaos", 0)
     assert before is not None and len(before["replicas"]) == 2
-    old_names = [ctx.db.node_by_broker_id(b).name for b in before["replicas"]]  # type: ignore[union-attr]
+    old_names = before["replicas"]
     spare = next(n.name for n in ctx.nodes if n.name not in old_names)
     order = [spare, old_names[0], old_names[1]]  # target: the spare (preferred) and the first old replica
-    fam, started = _run_fault(ctx, PlannedFault("move", "reassign", 0, 1, {"key": 0, "order": order}))
+    params = {"key": 0, "order": order, "replicas": 2}
+    fam, started = _run_fault(ctx, PlannedFault(0, "move", "reassign", 0, 1, {}, params))
     assert started["nodes"] == order[:2] and "error" not in started
-    target = started["replicas"]
-    _wait(lambda: (ctx.db.assignment("chaos", 0) or {}).get("replicas") == target
-          and not ctx.db.assignment("chaos", 0)["adding"], 60, "the move to finish", ctx)  # type: ignore[index]
-    _wait(lambda: sorted((ctx.db.partition_state("chaos", 0) or {}).get("isr", [])) == sorted(target), 30, "ISR", ctx)
+    target = started["nodes"]
+    _wait(lambda: (db.assignment("chaos", 0) or {}).get("replicas") == target
+          and not db.assignment("chaos", 0)["adding"], 60, "the move to finish", ctx)  # type: ignore[index]
+    _wait(lambda: (lambda s: s is not None and sorted(n.name for n in s.isr) == sorted(target))(
+        db.partition("chaos", 0)), 30, "ISR", ctx)
     # StopReplica goes out after the move is recorded, so the deletion may trail it a little
-    _wait(lambda: ctx.remotes[old_names[1]].exec(f"test -d {layout.BROKER_DATA}/chaos-0", check=False).exit_status,
+    _wait(lambda: _r(ctx, old_names[1]).exec(f"test -d {layout.BROKER_DATA}/chaos-0", check=False).exit_status,
           30, "the removed replica's log to be deleted", ctx)
-    stopped = fam.stop(ctx, PlannedFault("move", "reassign", 0, 1, {"key": 0}), started)  # type: ignore[attr-defined]
+    stopped = fam.stop(ctx, PlannedFault(0, "move", "reassign", 0, 1, {}, params), started)  # type: ignore[attr-defined]
     assert stopped["assignment"]["replicas"] == target
 
-    fam, started = _run_fault(ctx, PlannedFault("move", "elect", 0, 1, {"key": 0}))
+    fam, started = _run_fault(ctx, PlannedFault(1, "move", "elect", 0, 1, {}, params))
     assert started["accepted"] is True
-    _wait(lambda: (lambda n: n is not None and n.name == spare)(ctx.db.leader("chaos", 0)), 30,
+    _wait(lambda: (lambda n: n is not None and n.name == spare)(db.leader("chaos", 0)), 30,
           "the preferred replica to lead", ctx)
     fam.heal(ctx)  # type: ignore[attr-defined]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import UsageError
+from kernel.errors import UsageError
+from kernel.nemesis import PlanWorld
 from nemesis import grudge, validate
 from nemesis.schedule import plan
 
@@ -12,10 +13,10 @@ NODES = ["n1", "n2", "n3", "n4", "n5"]
 
 
 def test_same_seed_same_schedule_and_another_seed_differs() -> None:
-    kw = {"interval_s": 5.0, "time_limit_s": 120.0, "node_names": NODES}
-    a = plan(42, ["partition", "pause", "clock", "kill-controller"], **kw)
-    b = plan(42, ["partition", "pause", "clock", "kill-controller"], **kw)
-    c = plan(43, ["partition", "pause", "clock", "kill-controller"], **kw)
+    kw = {"interval_s": 5.0, "time_limit_s": 120.0, "world": PlanWorld(NODES, 3)}
+    a = plan(42, ["partition", "pause", "clock", "kill-controller"], **kw)  # type: ignore[arg-type]
+    b = plan(42, ["partition", "pause", "clock", "kill-controller"], **kw)  # type: ignore[arg-type]
+    c = plan(43, ["partition", "pause", "clock", "kill-controller"], **kw)  # type: ignore[arg-type]
     assert [f.to_json() for f in a] == [f.to_json() for f in b]
     assert [f.to_json() for f in a] != [f.to_json() for f in c]
     assert len(a) >= 8 and all(f.at_s + f.duration_s <= 120.0 + 1e-6 for f in a)

@@ -19,6 +19,8 @@ from tests.conftest import CHAOS, run_chaos
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 ARGS = ["--nodes", "3", "--time-limit", "20", "--nemesis", "partition", "--nemesis-interval", "6",
         "--concurrency", "4", "--rate", "40", "--partitions", "2", "--no-progress"]
+#: families whose targets are planned nodes (the replay property) next to live ones (leader, controller)
+REPLAY_NEMESES = "partition-one,partition-halves,pause-one,kill-one,clock-bump,kill-leader,pause-controller"
 
 
 def _run_dir(store: Path) -> Path:
@@ -55,11 +57,39 @@ def _invocations(ops: list[dict]) -> dict[int, list[object]]:  # type: ignore[ty
     return per
 
 
+def _hit_as_planned(meta: dict, ops: list[dict]) -> int:  # type: ignore[type-arg]
+    """The seed replay property: every fault the history records hit what test.json planned — node
+    targets the planned node, halves the planned grudge, clock bumps the planned nodes; live targets
+    (leader, controller) name their plan and how they were resolved. Returns the faults compared."""
+    from nemesis import grudge
+
+    planned = {f["id"]: f for f in meta["schedule"]}
+    seen = 0
+    for o in ops:
+        if o["process"] != "nemesis" or not o["f"].startswith("start-"):
+            continue
+        f, v = planned[o["fault"]], o["value"]
+        assert o["f"] == f"start-{f['family']}" and v["kind"] == f["kind"]
+        for role, t in f["targets"].items():
+            hit = v.get("targets", {}).get(role)
+            if f["family"] == "clock":
+                assert t["node"] in v["nodes"]
+            elif t["role"] == "node":
+                assert hit == {"planned": f"node {t['node']}", "node": t["node"], "how": "planned"}, (f, v)
+            else:
+                assert hit["how"] in ("metadata", "fallback") and hit["planned"].startswith(t["role"]), (f, v)
+        if f["kind"] == "halves":
+            assert v["grudge"] == grudge.describe(grudge.halves(f["params"]["order"]))
+        seen += 1
+    return seen
+
+
 def test_two_runs_with_one_seed(chaos_home: Path, tmp_path: Path) -> None:
     runs = []
     for i in (1, 2):
         store = tmp_path / f"store{i}"
-        res = run_chaos("run", *ARGS, "--seed", "11", "--store", str(store), "--cluster", f"e2e-{os.getpid()}",
+        args = [{"partition": REPLAY_NEMESES, "6": "3"}.get(a, a) for a in ARGS]
+        res = run_chaos("run", *args, "--seed", "11", "--store", str(store), "--cluster", f"e2e-{os.getpid()}",
                         timeout=600)
         assert res.returncode in (0, 1), res.stderr[-3000:]
         runs.append(_run_dir(store))
@@ -74,12 +104,14 @@ def test_two_runs_with_one_seed(chaos_home: Path, tmp_path: Path) -> None:
     ops = [_history(r) for r in runs]
     for h in ops:
         _well_formed(h)
-        assert any(o["process"] == "nemesis" and o["f"] == "start-partition" for o in h)
+        assert any(o["process"] == "nemesis" and o["f"].startswith("start-") for o in h)
         assert any(o.get("final") for o in h)
     metas = [json.loads((r / "test.json").read_text()) for r in runs]
     assert metas[0]["schedule"] == metas[1]["schedule"], "same seed, same faults, kinds, targets, times"
     nem = [[(o["f"], o["value"].get("kind")) for o in h if o["process"] == "nemesis" and o["f"] != "heal"] for h in ops]
     assert nem[0] == nem[1]
+    for meta, h in zip(metas, ops, strict=True):
+        assert _hit_as_planned(meta, h) >= 2, "the schedule started faults, and each hit what was planned"
     inv = [_invocations(h) for h in ops]
     assert set(inv[0]) == set(inv[1]) == {0, 1, 2, 3}
     for w in inv[0]:

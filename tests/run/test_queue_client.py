@@ -13,6 +13,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cluster-impl" / "tests"))
 from brokerlib import BrokerProc  # noqa: E402
 
+from kernel.spec import build_spec  # noqa: E402
+from kernel.workload import ClientContext  # noqa: E402
 from workloads.queue import QueueClient  # noqa: E402
 
 
@@ -30,7 +32,8 @@ def test_queue_client_sends_and_polls_what_kafka_python_sees(broker: BrokerProc)
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     admin.create_topics([NewTopic("chaos", 2, 1)])
     admin.close()
-    c = QueueClient(broker.bootstrap, "chaos", acks="all", idempotence=True, process=0)
+    c = QueueClient(ClientContext(build_spec({"topic": "chaos"}), 0, lambda n: broker.bootstrap, [broker.bootstrap]))
+    c.connect(broker.bootstrap)
     try:
         sent = {}
         for i in range(20):

@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import UsageError
-from harness.spec import RunSpec, build_spec, load_toml
+from kernel.errors import UsageError
+from kernel.spec import RunSpec, build_spec, load_toml
 from tests.conftest import run_chaos
-from workloads.queue import generate
+from workloads.queue import QueueGenerator
 
 
 @pytest.mark.parametrize(("args", "msg"), [
     (["--workload", "bank"], "unknown workload 'bank'"),
     (["--nemesis", "partition,meteor"], "unknown nemesis 'meteor'"),
-    (["--time-limit", "-5"], "--time-limit must be positive"),
+    (["--time-limit", "-5"], "time-limit must be between 1 and 86400, not -5"),
     (["--bug", "all-of-them"], "unknown bug switch 'all-of-them'"),
     (["--provisioner", "cloud"], "unknown provisioner 'cloud'"),
 ])
@@ -40,17 +40,17 @@ def test_toml_then_flags_override(tmp_path: Path) -> None:
     assert (spec.time_limit, spec.nodes, spec.nemesis) == (10, 4, ("kill-controller",))
     assert RunSpec.from_json(spec.to_json()) == spec
     with pytest.raises(UsageError):
-        build_spec({"nodes": 0}).validate()
+        build_spec({"nodes": 0})
 
 
 def test_generator_is_a_pure_function_of_the_seed() -> None:
     def take(seed: int, w: int) -> list[object]:
-        g = generate(seed, w, 3)
-        return [next(g) for _ in range(200)]
+        g = QueueGenerator(build_spec({"seed": seed, "partitions": 3}), w)
+        return [g.next() for _ in range(200)]
 
     assert take(5, 0) == take(5, 0)
     assert take(5, 0) != take(6, 0) and take(5, 0) != take(5, 1)
-    values = [inv.value[0][2] for w in range(4) for inv in take(5, w) if inv.f == "send"]
+    values = [inv.value[0][2] for w in range(4) for inv in take(5, w) if inv.f == "send"]  # type: ignore[attr-defined]
     assert len(values) == len(set(values)), "sent values are unique across workers"
 
 

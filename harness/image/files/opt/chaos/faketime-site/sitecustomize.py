@@ -21,4 +21,4 @@ def _sleep(seconds: float) -> None:
         select.select([], [], [], left)
 
 
-_time.sleep = _sleep
+_time.sleep = _sleep  # type: ignore[assignment]

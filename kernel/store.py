@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.spec import RunSpec
+from kernel.errors import EnvironmentProblem
+from kernel.spec import RunSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,6 +28,20 @@ def git_revision() -> str:
         return out.stdout.strip() + ("-dirty" if dirty else "") if out.returncode == 0 else "unknown"
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
+
+
+def point_latest(store: Path, run: Path) -> None:
+    """`store/latest` -> `run`, replacing only a link: a file or directory a user keeps there is theirs."""
+    latest = store / "latest"
+    if latest.exists() and not latest.is_symlink():
+        return
+    tmp = store / f".latest-{os.getpid()}"
+    try:
+        tmp.unlink(missing_ok=True)
+        os.symlink(run.resolve(), tmp)
+        tmp.replace(latest)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 @dataclass
@@ -44,14 +59,11 @@ class RunDir:
         while path.exists():
             n += 1
             path = base / f"{stamp}-{spec.seed}-{n}"
-        path.mkdir(parents=True)
-        latest = Path(spec.store) / "latest"
         try:
-            if latest.is_symlink() or latest.exists():
-                latest.unlink()
-            os.symlink(path.resolve(), latest)
-        except OSError:
-            pass
+            path.mkdir(parents=True)
+        except OSError as e:
+            raise EnvironmentProblem(f"cannot create the run directory {path}: {e.strerror or e}") from None
+        point_latest(Path(spec.store), path)
         rd = cls(path, spec, {"seed": spec.seed, "config": spec.to_json(), "git": git_revision(),
                               "complete": False, "started": time.time()})
         rd.write_meta()
@@ -60,8 +72,11 @@ class RunDir:
     def write_meta(self, **updates: Any) -> None:
         self.meta.update(updates)
         tmp = self.path / "test.json.tmp"
-        tmp.write_text(json.dumps(self.meta, indent=2, default=str))
-        tmp.replace(self.path / "test.json")
+        try:
+            tmp.write_text(json.dumps(self.meta, indent=2, default=str))
+            tmp.replace(self.path / "test.json")
+        except OSError as e:
+            raise EnvironmentProblem(f"cannot write {self.path / 'test.json'}: {e.strerror or e}") from None
 
     @property
     def history(self) -> Path:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness.node import Node
+from kernel.node import Node
 
 
 @dataclass(frozen=True, slots=True)

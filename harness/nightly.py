@@ -1,0 +1,347 @@
+"""A nightly: a matrix of runs (workloads × nemesis mixes × configurations × seeds), one after
+another, within a wall-time budget, then one summary page and one JUnit XML file.
+
+The matrix comes from a TOML file (`nightly.toml` at the repository root is the sample):
+
+    name = "nightly"              # the summary goes to STORE/<name>-<YYYYmmdd>/
+    budget_minutes = 30           # wall time for all runs; what would not fit is skipped, and said so
+    overhead_seconds = 90         # first guess of a run's cost beyond its time limit (then: measured)
+    seeds = [1, 2]
+    workloads = ["queue", "hotkey"]
+    [base]                        # RunSpec settings every run shares (the keys of `chaos run --config`)
+    nodes = 3
+    [nemeses]                     # mix name = fault families / family-kinds
+    kills = ["kill-controller", "kill-leader"]
+    [configs.default]             # configuration name = RunSpec settings on top of [base]
+    [configs.bug-canary]          # a configuration may narrow the matrix with workloads/nemeses/seeds
+    bugs = ["ack-before-replication"]
+    workloads = ["hotkey"]
+
+Each run is built exactly as `chaos run` builds it — `kernel.spec.build_spec(values)`, then
+`harness.registry.build_test(spec)`, then `harness.run.run(test)` — so a nightly run is replayable
+with `chaos replay` like any other; its `test.json` also records which nightly and matrix cell it
+belongs to (`"nightly"`), which `chaos analyze` groups by. The runs share one process and so one
+SparkSession (`results.spark.get_spark` caches it): the session start and the JVM's warm-up are
+paid once per night, not once per run.
+
+Cells are ordered seed by seed, so when the budget runs short every cell has run once before any
+runs twice. A run that crashes is recorded (an `<error>` case) and the night goes on; a stop signal
+ends the night after the run in progress has healed and torn down, and the summary is still written.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from kernel.errors import EXIT_INTERNAL, ChaosError, Interrupted, UsageError
+from kernel.names import check_name
+from kernel.spec import FIELDS, RunSpec, build_spec, load_toml
+
+TOP_KEYS = {"name", "budget_minutes", "overhead_seconds", "seeds", "workloads", "base", "nemeses", "configs"}
+SELECTORS = {"workloads", "nemeses", "seeds"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the matrix."""
+
+    workload: str
+    mix: str
+    config: str
+    seed: int
+    spec: RunSpec
+
+    @property
+    def label(self) -> str:
+        return f"{self.workload}/{self.mix}/{self.config}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    budget_s: float
+    overhead_s: float
+    cells: list[Cell]
+    store: Path
+
+
+def _list(v: Any, what: str, kind: type) -> list[Any]:
+    if not isinstance(v, list) or not v or not all(isinstance(x, kind) and not isinstance(x, bool) for x in v):
+        raise UsageError(f"nightly {what} must be a non-empty list of {kind.__name__}s, not {v!r}")
+    return v
+
+
+def _table(v: Any, what: str) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise UsageError(f"nightly [{what}] must be a table, not {type(v).__name__}")
+    return {k.replace("-", "_") if what == "base" else k: x for k, x in v.items()}
+
+
+def plan_from(data: dict[str, Any], *, store: str | None = None, budget_minutes: float | None = None,
+              cluster: str | None = None) -> Plan:
+    """The matrix of a nightly file's contents; every run's settings checked before anything starts."""
+    from harness.registry import preflight
+
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        raise UsageError(f"unknown nightly setting(s): {', '.join(unknown)}; known: {', '.join(sorted(TOP_KEYS))}")
+    name = check_name(data.get("name", "nightly"), "nightly name")
+    budget = float(budget_minutes if budget_minutes is not None else data.get("budget_minutes", 30)) * 60
+    overhead = float(data.get("overhead_seconds", 90))
+    if not 0 < budget <= 7 * 86400 or not 0 <= overhead <= 86400:
+        raise UsageError("budget_minutes must be between 0 and a week, overhead_seconds between 0 and a day")
+    base = _table(data.get("base", {}), "base")
+    if "seed" in base or "name" in base:
+        raise UsageError("[base] may not set seed or name: the matrix sets them (seeds = [...], one name per cell)")
+    if store is not None:
+        base["store"] = store
+    if cluster is not None:
+        base["cluster"] = cluster
+    seeds = _list(data.get("seeds", [1]), "seeds", int)
+    workloads = _list(data.get("workloads", ["queue"]), "workloads", str)
+    nemeses = {k: _list(v, f"nemeses.{k}", str) if v != [] else [] for k, v in
+               _table(data.get("nemeses", {"none": []}), "nemeses").items()}
+    configs = _table(data.get("configs", {"default": {}}), "configs") or {"default": {}}
+    cells: list[Cell] = []
+    for seed in seeds:
+        for cname, ctab in configs.items():
+            ctab = {k.replace("-", "_"): v for k, v in _table(ctab, f"configs.{cname}").items()}
+            if "seed" in ctab or "name" in ctab:
+                raise UsageError(f"[configs.{cname}] may not set seed or name")
+            if seed not in ctab.get("seeds", seeds):
+                continue
+            for wl in ctab.get("workloads", workloads):
+                for mix in ctab.get("nemeses", list(nemeses)):
+                    if mix not in nemeses:
+                        raise UsageError(f"[configs.{cname}] names nemesis mix {mix!r}; [nemeses] has "
+                                         f"{', '.join(nemeses)}")
+                    settings = {k: v for k, v in ctab.items() if k not in SELECTORS}
+                    bad = sorted(set(settings) - set(FIELDS))
+                    if bad:
+                        raise UsageError(f"[configs.{cname}]: unknown run setting(s) {', '.join(bad)}")
+                    run_name = f"{wl}-{mix}-{cname}"
+                    values = {**base, **settings, "workload": wl, "nemesis": nemeses[mix], "seed": seed,
+                              "name": check_name(run_name, f"run name of cell {wl}/{mix}/{cname} (shorten it)")}
+                    spec = preflight(build_spec(values))
+                    cells.append(Cell(wl, mix, cname, seed, spec))
+    if not cells:
+        raise UsageError("the nightly matrix is empty: check seeds, workloads, [nemeses] and [configs]")
+    return Plan(name, budget, overhead, cells, Path(base.get("store", "store")))
+
+
+def load_plan(path: Path, **overrides: Any) -> Plan:
+    return plan_from(load_toml(path), **overrides)
+
+
+@dataclass
+class Entry:
+    """What became of one cell."""
+
+    cell: Cell
+    outcome: str  # valid | invalid | unknown | crashed | incomplete (stopped) | skipped | not-run
+    run_dir: Path | None = None
+    seconds: float = 0.0
+    anomalies: list[str] = field(default_factory=list)
+    message: str = ""
+    exit_code: int = 0
+    spark_app: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cell": self.cell.label, "workload": self.cell.workload, "nemeses": self.cell.mix,
+                "config": self.cell.config, "seed": self.cell.seed, "outcome": self.outcome,
+                "run_dir": str(self.run_dir) if self.run_dir else None, "seconds": round(self.seconds, 1),
+                "anomalies": self.anomalies, "message": self.message, "exit_code": self.exit_code,
+                "spark_app": self.spark_app}
+
+
+@dataclass
+class Night:
+    plan: Plan
+    out_dir: Path
+    started: float
+    entries: list[Entry] = field(default_factory=list)
+    interrupted: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return max((e.exit_code for e in self.entries), default=0)
+
+
+def night_dir(store: Path, name: str) -> Path:
+    """`STORE/<name>-<YYYYmmdd>/`, with -2, -3 ... when that night already has one."""
+    base = store / f"{name}-{time.strftime('%Y%m%d')}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
+def _runs_of(spec: RunSpec) -> set[Path]:
+    d = Path(spec.store) / spec.name
+    return {p for p in d.iterdir() if p.is_dir()} if d.is_dir() else set()
+
+
+def _fmt(s: float) -> str:
+    s = max(0.0, s)
+    return f"{int(s // 60)}m{int(s % 60):02d}s"
+
+
+def run_night(plan: Plan, *, spark_master: str | None = None, progress: bool = True,
+              say: Callable[[str], None] = print, on_entry: Callable[[Night], None] | None = None) -> Night:
+    """Every cell that fits in the budget, one after another; the summary is the caller's (`write_summary`)."""
+    from harness.registry import build_test
+    from harness.run import run as do_run
+
+    t0 = time.monotonic()
+    night = Night(plan, night_dir(plan.store, plan.name), time.time())
+    night.out_dir.mkdir(parents=True)
+    costs: list[float] = []  # measured seconds beyond the time limit, per finished run
+    n = len(plan.cells)
+    for i, cell in enumerate(plan.cells):
+        spec = cell.spec
+        left = plan.budget_s - (time.monotonic() - t0)
+        guess = spec.time_limit + (max(costs) if costs else plan.overhead_s)
+        tag = f"[{i + 1}/{n}] {cell.label} seed {cell.seed}"
+        if night.interrupted:
+            night.entries.append(Entry(cell, "not-run", message=f"the nightly was stopped ({night.interrupted})"))
+            continue
+        if guess > left:
+            msg = f"skipped: needs about {_fmt(guess)}, {_fmt(left)} of the budget left"
+            say(f"{tag}: {msg}")
+            night.entries.append(Entry(cell, "skipped", message=msg))
+            continue
+        say(f"{tag}: running ({spec.time_limit:g} s of workload, about {_fmt(guess)} in all; {_fmt(left)} left)")
+        before = _runs_of(spec)
+        started = time.monotonic()
+        entry = Entry(cell, "crashed")
+        try:
+            test = build_test(spec, spark_master=spark_master)
+            info = dict(test.info or {})
+            info["nightly"] = {"id": night.out_dir.name, "night": time.strftime("%Y-%m-%d"), "cell": cell.label,
+                               "workload": cell.workload, "nemeses": cell.mix, "config": cell.config}
+            out = do_run(replace(test, info=info), progress=progress, say=say)
+            entry.run_dir = out.run_dir
+            entry.outcome = {True: "valid", False: "invalid"}.get(out.valid, "unknown") \
+                if isinstance(out.valid, bool) else "unknown"
+            entry.anomalies = list(out.anomalies)
+            entry.exit_code = out.exit_code
+            entry.spark_app = _spark_app(spark_master)
+        except Interrupted as e:
+            entry.outcome, entry.message, entry.exit_code = "incomplete", str(e), e.exit_code
+            night.interrupted = str(e).split(":")[0]
+        except ChaosError as e:
+            entry.message, entry.exit_code = str(e), e.exit_code
+        except Exception as e:  # a harness bug in one run must not lose the rest of the night
+            entry.message = f"{type(e).__name__}: {e}\n{traceback.format_exc()}"
+            entry.exit_code = EXIT_INTERNAL
+        if entry.run_dir is None:
+            new = sorted(_runs_of(spec) - before)
+            entry.run_dir = new[-1] if new else None
+        entry.seconds = time.monotonic() - started
+        if entry.outcome not in ("crashed", "incomplete"):
+            costs.append(entry.seconds - spec.time_limit)
+        night.entries.append(entry)
+        say(f"{tag}: {entry.outcome.upper()} in {entry.seconds:.0f} s"
+            + (f" ({', '.join(entry.anomalies)})" if entry.anomalies else "")
+            + (f" — {entry.message.splitlines()[0]}" if entry.message else "")
+            + (f"; reproduce with: chaos replay {entry.run_dir}" if entry.exit_code and entry.run_dir else ""))
+        if on_entry is not None:
+            on_entry(night)
+    return night
+
+
+def _spark_app(master: str | None) -> str | None:
+    """The SparkSession this process's checks used (the same one all night)."""
+    from results.spark import get_spark
+
+    try:
+        app: str = get_spark(master).sparkContext.applicationId
+        return app
+    except Exception:
+        return None
+
+
+def write_summary(night: Night, *, junit: Path | None = None) -> list[Path]:
+    """`<night>/index.html`, `<night>/junit.xml` (and `junit` if given), `<night>/nightly.json`; the
+    store index refreshed to link the night."""
+    import json
+
+    from results.index import write_index
+    from results.junit import write_junit
+
+    out = night.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    cases = [case_of(e, night.plan.name) for e in night.entries]
+    written = [write_junit(out / "junit.xml", night.plan.name, cases)]
+    if junit is not None:
+        written.append(write_junit(junit, night.plan.name, cases))
+    doc = {"name": night.plan.name, "id": out.name, "started": night.started, "finished": time.time(),
+           "budget_s": night.plan.budget_s, "exit_code": night.exit_code, "interrupted": night.interrupted,
+           "entries": [e.to_json() for e in night.entries]}
+    (out / "nightly.json").write_text(json.dumps(doc, indent=1))
+    written.append(out / "nightly.json")
+    (out / "index.html").write_text(summary_html(night))
+    written.append(out / "index.html")
+    written.append(write_index(night.plan.store))
+    return written
+
+
+def case_of(e: Entry, suite: str) -> Any:
+    from results.junit import Case
+
+    c = e.cell
+    name = f"{c.workload}-{c.mix} seed {c.seed}"
+    classname = f"{suite}.{c.config}"
+    replay = f"chaos replay {e.run_dir}" if e.run_dir else "no run directory was made"
+    if e.outcome == "valid":
+        return Case(classname, name, e.seconds, "passed", system_out=str(e.run_dir or ""))
+    if e.outcome == "invalid":
+        return Case(classname, name, e.seconds, "failure",
+                    message=f"anomalies: {', '.join(e.anomalies) or 'see results.json'}; reproduce: {replay}",
+                    detail=f"run: {e.run_dir}\nreport: {e.run_dir and e.run_dir / 'report.html'}\n{replay}")
+    if e.outcome in ("skipped", "not-run"):
+        return Case(classname, name, 0.0, "skipped", message=e.message)
+    what = {"unknown": "verdict unknown", "incomplete": "run stopped"}.get(e.outcome, "harness crashed")
+    return Case(classname, name, e.seconds, "error",
+                message=f"{what}: {e.message.splitlines()[0] if e.message else 'see results.json'}; {replay}",
+                detail=e.message or f"run: {e.run_dir}")
+
+
+def summary_html(night: Night) -> str:
+    import html
+
+    from results.index import badge, page
+
+    counts: dict[str, int] = {}
+    for e in night.entries:
+        counts[e.outcome] = counts.get(e.outcome, 0) + 1
+    rows = []
+    for e in night.entries:
+        link = ""
+        if e.run_dir is not None:
+            target = e.run_dir / "report.html" if (e.run_dir / "report.html").is_file() else e.run_dir
+            link = f'<a href="{html.escape(os.path.relpath(target, night.out_dir))}">{html.escape(e.run_dir.name)}</a>'
+        what = ", ".join(e.anomalies) or (e.message.splitlines()[0] if e.message else "")
+        verdict = "incomplete" if e.outcome == "not-run" else e.outcome
+        rows.append(f'<tr class="run" data-name="{html.escape(e.cell.label)}" data-verdict="{verdict}">'
+                    f"<td>{badge(verdict)}</td><td>{html.escape(e.cell.label)}</td><td>{e.cell.seed}</td>"
+                    f"<td>{html.escape(', '.join(e.cell.spec.nemesis) or '-')}</td>"
+                    f"<td>{html.escape(', '.join(e.cell.spec.bugs) or '-')}</td>"
+                    f"<td>{e.seconds:.0f} s</td><td>{link}</td><td>{html.escape(what)}</td></tr>")
+    summary = ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
+    body = (f'<p><a href="../index.html">&larr; all runs</a></p><h1>{html.escape(night.out_dir.name)}</h1>'
+            f'<p id="summary" data-exit="{night.exit_code}">{len(night.entries)} runs: {html.escape(summary)}; '
+            f"budget {_fmt(night.plan.budget_s)}; exit code {night.exit_code}"
+            + (f"; stopped: {html.escape(night.interrupted)}" if night.interrupted else "")
+            + '. <a href="junit.xml">junit.xml</a> · <a href="nightly.json">nightly.json</a></p>'
+            '<table id="runs"><thead><tr><th>verdict</th><th>cell (workload/nemeses/config)</th><th>seed</th>'
+            "<th>faults</th><th>bugs</th><th>time</th><th>run</th><th>anomalies / why</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>")
+    return page(night.out_dir.name, body)

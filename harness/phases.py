@@ -1,0 +1,197 @@
+"""The phases of a run, each a context manager that undoes itself whatever stops the run.
+
+provisioned → deployed → armed (the nemesis, healed on the way out) → recorded (workers for the
+time limit) → healed (and recovered?) → drained → collected → checked. `RunRecord` is the run's
+store directory and history; every phase marks itself in `test.json` (`phase`, `phases` timings),
+so an interrupted run says where it stopped. Cleanup runs `shielded()`: a second Ctrl-C or a
+SIGTERM during teardown is remembered, not obeyed, until the containers and rules are gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.pool import WorkerPool
+from harness.progress import live_progress
+from harness.signals import shielded
+from kernel.db import DB, Cluster, HasLogFiles, HasReplicaDumps
+from kernel.errors import ChaosError
+from kernel.history import HistoryWriter
+from kernel.nemesis import NemesisContext
+from kernel.store import RunDir
+from kernel.test import Test
+from nemesis.runner import NemesisRunner
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunRecord:
+    """The run directory, its history and where the run is: what survives any way the run ends."""
+
+    rd: RunDir
+    history: HistoryWriter
+    say: Callable[[str], None] = print
+    phase: str = "start"
+    seconds: dict[str, float] = field(default_factory=dict)
+    _t: float = field(default_factory=time.monotonic)
+
+    @property
+    def path(self) -> Path:
+        return self.rd.path
+
+    def enter(self, phase: str) -> None:
+        now = time.monotonic()
+        self.seconds[self.phase] = round(now - self._t, 3)
+        self._t = now
+        self.phase = phase
+        self.rd.write_meta(phase=phase, phases=dict(self.seconds))
+
+
+@contextlib.contextmanager
+def recording(test: Test, say: Callable[[str], None]) -> Iterator[RunRecord]:
+    rd = RunDir.create(test.spec)
+    rd.write_meta(**(test.info or {}))
+    rec = RunRecord(rd, HistoryWriter(rd.history), say)
+    try:
+        yield rec
+    finally:
+        with shielded():
+            rec.history.close()
+
+
+def _quietly(what: str, fn: Callable[[], Any]) -> None:
+    try:
+        fn()
+    except Exception as e:  # teardown keeps going; the real error (if any) is already on its way up
+        log.warning("%s failed: %s", what, e)
+
+
+@contextlib.contextmanager
+def provisioned(test: Test, rec: RunRecord) -> Iterator[Cluster]:
+    """Nodes up (after removing what a crashed earlier run left under this name); down at the end."""
+    rec.enter("provision")
+    prov, spec = test.provisioner, test.spec
+    with shielded():
+        stale = prov.leftovers()
+        if stale:
+            rec.say(f"removing {stale} container(s)/network(s) an earlier run left under cluster name {spec.cluster!r}")
+            prov.down()
+    try:
+        with shielded():
+            nodes = prov.up(spec.nodes)
+        cluster = prov.connect(nodes)
+    except BaseException:
+        if not spec.leave_running:
+            with shielded():
+                _quietly("removing the half-made cluster", prov.down)
+        raise
+    rec.rd.write_meta(nodes=[n.to_json() for n in nodes], **prov.facts())
+    try:
+        yield cluster
+    finally:
+        with shielded():
+            for r in cluster.remotes.values():
+                _quietly("closing a connection", r.close)
+            if not spec.leave_running:
+                _quietly("tearing down the nodes", prov.down)
+
+
+@contextlib.contextmanager
+def deployed(test: Test, cluster: Cluster, rec: RunRecord) -> Iterator[DB]:
+    """The DB set up on every node and the workload's topic made; torn down at the end."""
+    rec.enter("deploy")
+    db, spec = test.db, test.spec
+    try:
+        db.setup(cluster)
+        db.create_topic(spec.topic, spec.partitions, spec.replication_factor)
+        yield db
+    finally:
+        with shielded():
+            if spec.leave_running:
+                _quietly("closing the DB", db.close)
+            else:
+                _quietly("tearing down the DB", lambda: db.teardown(cluster))
+                _quietly("closing the DB", db.close)
+
+
+@contextlib.contextmanager
+def armed(test: Test, cluster: Cluster, db: DB, rec: RunRecord) -> Iterator[NemesisRunner]:
+    """The fault schedule planned and saved; every fault healed on the way out, however we leave."""
+    faults = test.nemesis.plan(cluster.names)
+    rec.rd.write_meta(schedule=[f.to_json() for f in faults])
+    ctx = NemesisContext(cluster, db, test.spec.topic, test.spec.partitions, test.spec.seed)
+    runner = NemesisRunner(ctx, test.nemesis.families, faults, rec.history)
+    try:
+        yield runner
+    finally:
+        with shielded():
+            _quietly("healing", runner.heal)
+
+
+def recorded(test: Test, cluster: Cluster, db: DB, runner: NemesisRunner, rec: RunRecord, *,
+             progress: bool) -> WorkerPool:
+    """Workers and faults together for the time limit; the workers are joined before returning."""
+    rec.enter("workload")
+    spec = test.spec
+    pool = WorkerPool(test.workload, spec, rec.history, cluster, db)
+    rec.history.start_clock()
+    t0 = time.monotonic()
+    runner.start()
+    pool.start()
+    try:
+        with live_progress(spec, rec.history, runner, t0, enabled=progress):
+            while time.monotonic() - t0 < spec.time_limit:
+                time.sleep(0.2)
+                if runner.error is not None:
+                    raise ChaosError(f"the nemesis failed: {runner.error}")
+    finally:
+        with shielded():
+            pool.join(30)
+    return pool
+
+
+def healed(test: Test, db: DB, runner: NemesisRunner, rec: RunRecord) -> bool:
+    """Every fault healed; then wait (bounded) until every partition has a leader and its full ISR."""
+    rec.enter("heal")
+    runner.heal()
+    spec = test.spec
+    deadline = time.monotonic() + spec.recovery_timeout
+    while time.monotonic() < deadline:
+        if db.recovered(spec.topic, spec.partitions, spec.replication_factor):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def drained(pool: WorkerPool, rec: RunRecord) -> bool:
+    rec.enter("drain")
+    return pool.drain().complete
+
+
+def collected(cluster: Cluster, db: DB, rec: RunRecord) -> None:
+    """Every replica's log dump and the nodes' logs, into the store."""
+    rec.enter("collect")
+    for n in cluster.nodes:
+        if isinstance(db, HasReplicaDumps):
+            rep = rec.path / "replicas" / n.name
+            rep.mkdir(parents=True, exist_ok=True)
+            try:
+                for name, data in db.dump_replicas(n).items():
+                    (rep / Path(name).name).write_bytes(data)
+            except ChaosError as e:
+                log.warning("%s: replica dump failed: %s", n.name, e)
+        if isinstance(db, HasLogFiles):
+            logs = rec.path / "nodes" / n.name
+            logs.mkdir(parents=True, exist_ok=True)
+            for path in db.log_files(n):
+                try:
+                    (logs / Path(path).name).write_bytes(cluster.remotes[n.name].get(path))
+                except ChaosError as e:
+                    log.warning("%s: could not copy %s: %s", n.name, path, e)

@@ -1,0 +1,13 @@
+"""The ground floor: what every other package of the harness stands on, and imports nothing of ours.
+
+- `errors`: the error tree and exit codes; `names`: identifiers and confined deletes
+- `node`, `remote`: a node and how to act on it; `layout`: where things live on a node
+- `rng`: the one rule that derives every random stream from the run seed
+- `spec`: `RunSpec`, the typed schema of a run's settings (flags, TOML, test.json)
+- `store`: the run directory layout
+- `history`: the op model, its one writer and its one reader (Python and Spark)
+- `db`, `workload`, `nemesis`, `checker`, `test`: the Protocols and values a test is made of
+
+Arrows point down only (DESIGN.md "Layers"): parts (`workloads`, `nemesis`, `results`, the DB
+adapters and provisioners) import this package; the orchestrator (`harness`) imports both.
+"""

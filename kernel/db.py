@@ -1,0 +1,147 @@
+"""The DB protocols (DESIGN.md "Small protocols"; Jepsen's db.clj split into optional capabilities).
+
+A DB is the deployment of the system under test on a cluster of nodes. The orchestrator needs only
+`DB` (set up, create the workload's topic, say whether the cluster recovered, tear down); nemeses
+need the capabilities they use (`Killable`, `Pausable`, `ClusterView`, `Reassignable`); the
+collect phase needs `HasLogFiles` and `HasReplicaDumps`. A fault family is typed against these,
+never against a concrete adapter, so the simulator can stand in for the containers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from kernel.node import Node
+from kernel.remote import Remote
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The live nodes of a run and a connection to each (`remotes[node.name]`)."""
+
+    nodes: list[Node]
+    remotes: Mapping[str, Remote]
+
+    def node(self, name: str) -> Node:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(f"no node {name!r} in this cluster ({', '.join(n.name for n in self.nodes)})")
+
+    @property
+    def names(self) -> list[str]:
+        return [n.name for n in self.nodes]
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """Who leads a partition and who is in sync, as the cluster's metadata says now."""
+
+    leader: Node | None
+    isr: list[Node]
+    replicas: list[Node]
+    leader_epoch: int | None = None
+
+
+class DB(Protocol):
+    """Installs the system under test on every node, makes the workload's topic, removes it all."""
+
+    def setup(self, cluster: Cluster) -> None:
+        """Write configs and start every process on every node; return when the cluster answers."""
+        ...
+
+    def teardown(self, cluster: Cluster) -> None:
+        """Stop everything on every node and wipe its data; idempotent."""
+        ...
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int) -> None:
+        """Create the workload's topic and return once every partition has a leader."""
+        ...
+
+    def recovered(self, topic: str, partitions: int, replication_factor: int) -> bool:
+        """Every partition has a leader and its full ISR (asked after the heal)."""
+        ...
+
+    def client_address(self, node: Node) -> str:
+        """Where a client of `node` connects (host:port)."""
+        ...
+
+    def close(self) -> None:
+        """Drop connections the DB holds from the control host (metadata readers); idempotent."""
+        ...
+
+
+@runtime_checkable
+class Killable(Protocol):
+    """Processes that can be SIGKILLed and started again (nemesis kills)."""
+
+    def start(self, node: Node) -> None:
+        """Start the broker on `node` if it is not running; idempotent."""
+        ...
+
+    def kill(self, node: Node) -> None:
+        """SIGKILL the broker on `node`; idempotent (no process is fine)."""
+        ...
+
+
+@runtime_checkable
+class Pausable(Protocol):
+    """Processes that can be frozen with SIGSTOP and resumed with SIGCONT (GC-like pauses)."""
+
+    def pause(self, node: Node, *, process: str = "broker") -> None:
+        """SIGSTOP `process` ("broker" or "zookeeper") on `node`."""
+        ...
+
+    def resume(self, node: Node, *, process: str = "broker") -> None:
+        """SIGCONT `process` on `node`; idempotent."""
+        ...
+
+
+@runtime_checkable
+class HasLogFiles(Protocol):
+    """Knows which files on a node are worth copying back into the run store."""
+
+    def log_files(self, node: Node) -> list[str]: ...
+
+
+@runtime_checkable
+class HasReplicaDumps(Protocol):
+    """Can dump every local replica's log (offset, epoch, value, crc, HW, LEO) as JSON Lines."""
+
+    def dump_replicas(self, node: Node) -> dict[str, bytes]:
+        """Map of `<topic>-<partition>.jsonl` -> file content for every replica on `node`."""
+        ...
+
+
+@runtime_checkable
+class ClusterView(Protocol):
+    """Reads who is who from the cluster's metadata, for targeted faults and the record."""
+
+    def controller(self) -> Node | None:
+        """The node acting as controller now, or None if there is none."""
+        ...
+
+    def controller_epoch(self) -> int | None: ...
+
+    def leader(self, topic: str, partition: int) -> Node | None:
+        """The node currently leading `topic`-`partition`, or None if offline/unknown."""
+        ...
+
+    def partition(self, topic: str, partition: int) -> PartitionState | None:
+        """Leader, ISR and replicas of a partition now; None if unknown (metadata out of reach)."""
+        ...
+
+
+@runtime_checkable
+class Reassignable(Protocol):
+    """Operator requests that move replicas and leadership (the `move` nemesis)."""
+
+    def request_reassignment(self, topic: str, partition: int, nodes: list[Node]) -> None: ...
+
+    def request_preferred_election(self, topic: str, partitions: list[int]) -> bool: ...
+
+    def assignment(self, topic: str, partition: int) -> dict[str, list[str]] | None:
+        """{"replicas", "adding", "removing"} as node names; None if unknown."""
+        ...

@@ -1,0 +1,41 @@
+"""The history (DESIGN.md, "The history"): its model, its one writer and its one reader.
+
+Nothing else in the project knows how an op or a micro-op is laid out. Writers append through
+`HistoryWriter`; every reader — the checks' validation, the Spark tables, the elle-cli export, the
+perf facts, the workers' final drain — goes through `read_ops`/`scan`, `pairs`, `writes`, `reads`
+(and, inside the JVM, `kernel.history.spark`). A line that does not match the schema is never
+dropped or guessed at: it is a `HistoryError` naming the file, the line and the reason.
+"""
+
+from kernel.history.op import (
+    CLIENT_FS,
+    NEMESIS,
+    Op,
+    OpType,
+    Read,
+    Write,
+    assigned_keys,
+    micro_ops,
+    reads,
+    writes,
+)
+from kernel.history.reader import HistoryScan, pairs, read_ops, scan
+from kernel.history.writer import HistoryWriter
+
+__all__ = [
+    "CLIENT_FS",
+    "NEMESIS",
+    "HistoryScan",
+    "HistoryWriter",
+    "Op",
+    "OpType",
+    "Read",
+    "Write",
+    "assigned_keys",
+    "micro_ops",
+    "pairs",
+    "read_ops",
+    "reads",
+    "scan",
+    "writes",
+]

@@ -1,0 +1,263 @@
+"""Faults as values: targets, planned faults, the context they act in, and the `Family` protocol.
+
+A fault is planned before the run starts, from the seed and against the real cluster shape (node
+names, the topic's partition count), and saved in `test.json` exactly as planned. Its *targets* are
+values: `node n3`, `leader(2)`, `controller`, `follower(2, lagging)`. A role target cannot be known
+until the fault starts (who leads key 2 at second 31?), so it is resolved in one place,
+`NemesisContext.resolve`, at that moment, and the history records both the planned target and the
+node it hit. Every role target also carries a seeded `fallback` node, used (and recorded as such)
+when the metadata cannot say — a partition with no leader, ZooKeeper out of reach.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from kernel.db import DB, Cluster, ClusterView, Killable, Pausable, Reassignable
+from kernel.errors import UsageError
+from kernel.node import Node
+
+Role = Literal["node", "leader", "controller", "follower"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Who a fault hits. `node` is the node itself for role "node", else the seeded fallback."""
+
+    role: Role
+    node: str
+    key: int | None = None
+    lagging: bool = False
+
+    @staticmethod
+    def of_node(name: str) -> Target:
+        return Target("node", name)
+
+    @staticmethod
+    def leader(key: int, fallback: str) -> Target:
+        return Target("leader", fallback, key)
+
+    @staticmethod
+    def controller(fallback: str) -> Target:
+        return Target("controller", fallback)
+
+    @staticmethod
+    def follower(key: int, fallback: str, *, lagging: bool = False) -> Target:
+        return Target("follower", fallback, key, lagging)
+
+    @property
+    def live(self) -> bool:
+        """True if who it hits depends on the cluster's state when the fault starts."""
+        return self.role != "node"
+
+    def describe(self) -> str:
+        if self.role == "node":
+            return f"node {self.node}"
+        if self.role == "controller":
+            return "controller"
+        if self.role == "leader":
+            return f"leader({self.key})"
+        return f"follower({self.key}{', lagging' if self.lagging else ''})"
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"role": self.role, "node": self.node}
+        if self.key is not None:
+            d["key"] = self.key
+        if self.lagging:
+            d["lagging"] = True
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Target:
+        return cls(d["role"], d["node"], d.get("key"), bool(d.get("lagging", False)))
+
+
+@dataclass(frozen=True, slots=True)
+class PlanWorld:
+    """What planning may know: the node names, the topic's partition count (keys 0..partitions-1),
+    and the cluster's timeouts that compositions must outlast (a zombie's pause must exceed the
+    ZooKeeper session; a lagging follower must lag longer than the replica lag time)."""
+
+    nodes: list[str]
+    partitions: int
+    replication_factor: int = 3
+    session_timeout_s: float = 6.0
+    replica_lag_s: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedFault:
+    """One fault of the schedule: what, on which targets, when (s after start) and for how long.
+
+    `targets` name the roles a family acts on (e.g. {"victim": leader(2)}); `params` hold the other
+    seeded choices (a grudge's node order, a clock offset, restart delays).
+    """
+
+    id: int
+    family: str
+    kind: str
+    at_s: float
+    duration_s: float
+    targets: Mapping[str, Target] = field(default_factory=dict)
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "family": self.family, "kind": self.kind, "at_s": round(self.at_s, 3),
+                "duration_s": round(self.duration_s, 3),
+                "targets": {k: t.to_json() for k, t in self.targets.items()}, "params": dict(self.params)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> PlannedFault:
+        return cls(int(d["id"]), d["family"], d["kind"], float(d["at_s"]), float(d["duration_s"]),
+                   {k: Target.from_json(t) for k, t in d.get("targets", {}).items()}, dict(d.get("params", {})))
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a family's planner returns for one fault. `min_duration_s`: a composition that needs time
+    (a pause past the session timeout) says so, and the schedule never gives it less."""
+
+    targets: Mapping[str, Target] = field(default_factory=dict)
+    params: Mapping[str, Any] = field(default_factory=dict)
+    min_duration_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class FaultPerf:
+    """How plots and perf facts show a family: its start/stop op names, label and colour (Jepsen's
+    nemesis `perf`)."""
+
+    start: str
+    stop: str
+    label: str
+    color: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"start": self.start, "stop": self.stop, "label": self.label, "color": self.color}
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """A target as it was hit: the node, and how it was found ("planned", "metadata", "fallback")."""
+
+    target: Target
+    node: Node
+    how: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"planned": self.target.describe(), "node": self.node.name, "how": self.how}
+
+
+class Cancelled(Exception):
+    """A composition stopped half-way because the run heals (the heal undoes what it did)."""
+
+
+def _no_record(f: str, value: dict[str, Any], fault: object) -> None:
+    return None
+
+
+@dataclass
+class NemesisContext:
+    """What a fault acts on: the nodes, the deployed DB (through its capability Protocols), the topic.
+
+    `record(f, value, fault)` writes a nemesis op into the history: a composition records each step
+    it takes as the plain start/stop op of the family it borrows (`start-kill`, `start-partition`),
+    with a step id `"<fault>.<n>"`, so plots and checks see exactly what happened and when."""
+
+    cluster: Cluster
+    db: DB
+    topic: str = "chaos"
+    partitions: int = 1
+    seed: int = 0
+    record: Callable[[str, dict[str, Any], object], None] = _no_record
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+    def sleep(self, seconds: float) -> None:
+        """Wait between a composition's steps; raise `Cancelled` at once if the run is healing."""
+        if self.stopping.wait(max(0.0, seconds)):
+            raise Cancelled("the run is healing")
+
+    @property
+    def nodes(self) -> list[Node]:
+        return self.cluster.nodes
+
+    def node(self, name: str) -> Node:
+        return self.cluster.node(name)
+
+    def _as(self, proto: Any) -> Any:
+        if not isinstance(self.db, proto):  # runtime_checkable Protocols
+            raise UsageError(f"the {type(self.db).__name__} DB cannot do what this fault needs ({proto.__name__})")
+        return self.db
+
+    def killable(self) -> Killable:
+        """The DB as Killable, or a UsageError naming what it cannot do (and so for the others)."""
+        db: Killable = self._as(Killable)
+        return db
+
+    def pausable(self) -> Pausable:
+        db: Pausable = self._as(Pausable)
+        return db
+
+    def view(self) -> ClusterView:
+        db: ClusterView = self._as(ClusterView)
+        return db
+
+    def reassignable(self) -> Reassignable:
+        db: Reassignable = self._as(Reassignable)
+        return db
+
+    def resolve(self, target: Target) -> Resolved:
+        """The one place a target becomes a node, at the moment the fault starts."""
+        if target.role == "node":
+            return Resolved(target, self.node(target.node), "planned")
+        view = self.db if isinstance(self.db, ClusterView) else None
+        found: Node | None = None
+        if view is not None:
+            if target.role == "controller":
+                found = view.controller()
+            elif target.role == "leader":
+                found = view.leader(self.topic, int(target.key or 0))
+            else:
+                found = self._follower(view, target)
+        if found is None:
+            return Resolved(target, self.node(target.node), "fallback")
+        return Resolved(target, found, "metadata")
+
+    def _follower(self, view: ClusterView, target: Target) -> Node | None:
+        """The next in line: the first follower in assignment order (the one the controller would
+        elect if the leader died); `lagging` prefers one already out of the ISR."""
+        state = view.partition(self.topic, int(target.key or 0))
+        if state is None:
+            return None
+        followers = [n for n in state.replicas if state.leader is None or n.name != state.leader.name]
+        isr = {n.name for n in state.isr}
+        behind = [n for n in followers if n.name not in isr]
+        pool = (behind or followers) if target.lagging else ([n for n in followers if n.name in isr] or followers)
+        return pool[0] if pool else None
+
+
+class Family(Protocol):
+    """A fault family: plans its faults from the seed, starts and stops them, heals everything.
+
+    `start` returns what it did (the history op's value, including resolved targets); `stop` undoes
+    one fault; `heal` undoes every fault of the family whatever state it is in, and is idempotent.
+    A `composite` family (a composition of steps over time) has its start op written before it
+    begins, and records each step itself through `ctx.record`.
+    """
+
+    name: str
+    kinds: tuple[str, ...]
+    perf: FaultPerf
+    composite: bool
+
+    def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan: ...
+
+    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]: ...
+
+    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]: ...
+
+    def heal(self, ctx: NemesisContext) -> None: ...

@@ -1,0 +1,116 @@
+"""Double failover (seed 004 / KIP-101 scenario 1; KIP-279): the truncated replica becomes leader.
+
+Before KIP-101 a replica that became a follower cut its log to its high watermark. Its HW lags the
+leader's by one fetch, so the cut drops records the leader had already acknowledged; the replica
+fetches them back — unless it is elected leader first. This composition builds exactly that:
+
+1. on key k, leader L1 with in-sync followers N (next in line: first in assignment order) and R;
+   cut R off from N's broker port (R cannot fetch from N; ZooKeeper, the controller and clients
+   are untouched) — recorded as a `partition` step;
+2. kill L1 (a `kill` step); the controller elects N, R becomes N's follower (and truncates);
+3. kill N before R fetched back what it cut or was dropped from the ISR, so R is elected next.
+`stop` heals the cut and restarts N and L1. With correct truncation (OffsetForLeaderEpoch) R keeps
+every acknowledged record and nothing is lost; with `truncate-to-hw` acknowledged writes vanish.
+If R is the controller the cut would also stop its requests to N and the scenario would degenerate,
+so the planned key is a preference: the first key from it whose roles avoid that is used. The fault's
+value says which key and which roles the nodes had.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from kernel.node import Node
+from nemesis.steps import Steps, cut, uncut, wait_for
+
+
+class DoubleFailoverFamily:
+    name: str = "double-failover"
+    kinds: tuple[str, ...] = ("kill",)
+    perf: FaultPerf = FaultPerf("start-double-failover", "stop-double-failover", "double failover", "#C0392B")
+    composite: bool = True
+
+    def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
+        key = rng.randrange(world.partitions)
+        return Plan({"first": Target.leader(key, rng.choice(world.nodes))},
+                    {"key": key, "settle_s": round(rng.uniform(0.3, 1.5), 2),
+                     "session_timeout_s": world.session_timeout_s},
+                    min_duration_s=3 * world.session_timeout_s + 5)
+
+    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
+        view, killer = ctx.view(), ctx.killable()
+        steps = Steps(ctx, fault)
+        planned = int(fault.params["key"])
+        ctrl = view.controller()
+        out: dict[str, Any] = {"kind": fault.kind, "planned_key": planned, "steps": {},
+                               "controller": ctrl.name if ctrl else None}
+        roles = _roles(view, ctx.topic, ctx.partitions, planned, ctrl)
+        if roles is None:
+            return {**out, "skipped": "no partition has a leader and two in-sync followers"}
+        key, l1, nxt, survivor = roles
+        out.update(key=key, first_leader=l1.name, next_leader=nxt.name, survivor=survivor.name)
+        c = cut(ctx, survivor, nxt)
+        out["steps"]["cut"] = (steps.start("start-partition", c), c)
+        killer.kill(l1)
+        out["steps"]["kill-first"] = (steps.start("start-kill", {"kind": "one", "nodes": [l1.name]}), l1.name)
+        timeout = 4 * max(1.0, float(fault.params.get("session_timeout_s", 6.0)))
+        elected = wait_for(ctx, lambda: _leader_other_than(view, ctx.topic, key, {l1.name}), timeout)
+        out["elected"] = elected.name if elected else None
+        if elected is None or elected.name != nxt.name:
+            return out  # nobody elected in time, or not the one predicted: the cut protects nothing
+        ctx.sleep(float(fault.params["settle_s"]))  # the survivor takes its LeaderAndIsr (and truncates)
+        killer.kill(nxt)
+        out["steps"]["kill-next"] = (steps.start("start-kill", {"kind": "one", "nodes": [nxt.name]}), nxt.name)
+        last = wait_for(ctx, lambda: _leader_other_than(view, ctx.topic, key, {l1.name, nxt.name}), timeout)
+        out["finally_elected"] = last.name if last else None
+        return out
+
+    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+        steps = Steps(ctx, fault)
+        done = started.get("steps", {})
+        if "cut" in done:
+            sid, c = done["cut"]
+            uncut(ctx, c)
+            steps.stop(sid, "stop-partition", {"kind": "cut", "healed": sorted(c["grudge"])})
+        killer = ctx.killable()
+        for step in ("kill-next", "kill-first"):  # the last one down comes back first
+            if step in done:
+                sid, name = done[step]
+                killer.start(ctx.node(name))
+                steps.stop(sid, "stop-kill", {"kind": "one", "restarted": [name]})
+        return {k: v for k, v in started.items() if k != "steps"}
+
+    def heal(self, ctx: NemesisContext) -> None:
+        from nemesis.partition import PartitionFamily
+
+        PartitionFamily().heal(ctx)
+        killer = ctx.killable()
+        for n in ctx.nodes:
+            killer.start(n)
+
+
+def _roles(view: Any, topic: str, partitions: int, planned: int, ctrl: Node | None
+           ) -> tuple[int, Node, Node, Node] | None:
+    """(key, leader, next in line, survivor) for the first key from `planned` whose leader has two
+    in-sync followers, preferring one whose survivor is not the controller."""
+    fallback = None
+    for k in [(planned + i) % partitions for i in range(partitions)]:
+        state = view.partition(topic, k)
+        if state is None or state.leader is None:
+            continue
+        isr = {n.name for n in state.isr}
+        followers = [n for n in state.replicas if n.name != state.leader.name and n.name in isr]
+        if len(followers) < 2:
+            continue
+        roles = (k, state.leader, followers[0], followers[1])
+        if ctrl is None or followers[1].name != ctrl.name:
+            return roles
+        fallback = fallback or roles
+    return fallback
+
+
+def _leader_other_than(view: Any, topic: str, key: int, gone: set[str]) -> Node | None:
+    n: Node | None = view.leader(topic, key)
+    return n if n is not None and n.name not in gone else None

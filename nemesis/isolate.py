@@ -1,0 +1,58 @@
+"""Isolation of one broker from one side only.
+
+Kinds:
+- `zookeeper`: the broker cannot reach any ZooKeeper server (its own node's included), while its
+  peers and clients still reach it: its session expires, the cluster replaces it, and it keeps
+  serving with a stale view until it notices (a zombie made by the network, not by a pause);
+- `peers`: the broker and the other brokers cannot reach each other's broker port, while its
+  ZooKeeper session stays alive, so it stays registered: a leader whose followers cannot fetch, a
+  follower that falls behind but is never declared dead.
+The victim is a key's leader, the controller, or a node, chosen from the seed.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from kernel import layout
+from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from nemesis import grudge
+from nemesis.partition import apply, lift
+
+
+class IsolateFamily:
+    name: str = "isolate"
+    kinds: tuple[str, ...] = ("zookeeper", "peers")
+    perf: FaultPerf = FaultPerf("start-isolate", "stop-isolate", "isolation", "#F5B041")
+    composite: bool = False
+
+    def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
+        fallback = rng.choice(world.nodes)
+        victim = rng.choice([Target.leader(rng.randrange(world.partitions), fallback), Target.controller(fallback),
+                             Target.of_node(fallback)])
+        return Plan({"victim": victim}, {}, min_duration_s=world.session_timeout_s * 1.5 if kind == "zookeeper" else 0)
+
+    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
+        hit = ctx.resolve(fault.targets["victim"])
+        v = hit.node.name
+        others = [n.name for n in ctx.nodes if n.name != v]
+        if fault.kind == "zookeeper":
+            # every ZooKeeper server (the victim's own too: local traffic passes INPUT) drops the victim
+            g: dict[str, list[str]] = {n.name: [v] for n in ctx.nodes}
+            ports: tuple[int, ...] = (layout.ZK_CLIENT_PORT,)
+        else:
+            g = {v: others, **{o: [v] for o in others}}
+            ports = (layout.BROKER_PORT,)
+        apply(ctx, g, ports)
+        return {"kind": fault.kind, "node": v, "grudge": grudge.describe(g), "ports": list(ports),
+                "targets": {"victim": hit.to_json()}}
+
+    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+        lift(ctx, started["grudge"], started["ports"])
+        return {"kind": fault.kind, "node": started["node"], "healed": True}
+
+    def heal(self, ctx: NemesisContext) -> None:
+        from nemesis.partition import PartitionFamily
+
+        PartitionFamily().heal(ctx)

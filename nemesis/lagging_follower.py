@@ -1,0 +1,120 @@
+"""Lagging follower, then the leader dies (seed 002; KIP-497): who may be elected?
+
+1. On a key k whose leader L is not the controller C, the next in line F (the first follower in
+   assignment order, the one the controller would elect) is cut off from L's broker port — its
+   fetches are dropped, its ZooKeeper session stays alive, so it stays registered — and L's requests
+   to C are dropped too, so no ISR change L asks for can reach the controller; this lasts longer
+   than the replica lag time;
+2. then L dies (kind `kill-leader`) or is frozen past its session (`pause-leader`).
+A correct leader counts F out of the ISR only once the controller has agreed (AlterIsr, KIP-497),
+which it cannot here, so it acknowledges nothing F lacks, and the controller may elect F safely.
+With `local-isr-shrink` the leader shrinks alone and acknowledges writes F never had, while the
+controller — which never heard of the shrink — still lists F and elects it: acknowledged writes
+are lost. The planned key is a preference: if its leader is the controller (whose AlterIsr never
+crosses the network), the first key after it with another leader is used; if every leader is the
+controller (common after failovers), a preferred leader election is asked for first. Both are
+recorded in the fault's value.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from kernel.db import PartitionState
+from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from kernel.node import Node
+from nemesis.steps import Steps, cut, uncut, wait_for
+
+
+class LaggingFollowerFamily:
+    name: str = "lagging-follower"
+    kinds: tuple[str, ...] = ("kill-leader", "pause-leader")
+    perf: FaultPerf = FaultPerf("start-lagging-follower", "stop-lagging-follower", "lagging follower", "#1ABC9C")
+    composite: bool = True
+
+    def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
+        key = rng.randrange(world.partitions)
+        lag = world.replica_lag_s * rng.uniform(1.3, 1.8)
+        return Plan({"leader": Target.leader(key, rng.choice(world.nodes))},
+                    {"key": key, "lag_s": round(lag, 2)},
+                    min_duration_s=lag + (world.session_timeout_s * 2 if kind == "pause-leader" else 5))
+
+    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
+        view = ctx.view()
+        steps = Steps(ctx, fault)
+        planned = int(fault.params["key"])
+        ctrl = view.controller()
+        out: dict[str, Any] = {"kind": fault.kind, "planned_key": planned, "steps": {},
+                               "controller": ctrl.name if ctrl else None}
+        key, state = self._pick(ctx, planned, ctrl)
+        if state is None and ctrl is not None:
+            # every leader is the controller (typical after failovers): ask for the preferred leaders
+            out["preferred_election"] = ctx.reassignable().request_preferred_election(
+                ctx.topic, list(range(ctx.partitions)))
+            picked = wait_for(ctx, lambda: (lambda ks: ks if ks[1] is not None else None)(
+                self._pick(ctx, planned, ctrl)), 10.0)
+            key, state = picked if picked else (planned, None)
+        out["key"] = key
+        if state is None or state.leader is None:
+            return {**out, "skipped": "no partition has a leader other than the controller"}
+        leader = state.leader
+        followers = [n for n in state.replicas if n.name != leader.name]
+        if not followers:
+            return {**out, "skipped": "the partition has no follower"}
+        f = followers[0]
+        out.update(leader=leader.name, follower=f.name)
+        c = cut(ctx, f, leader)
+        out["steps"]["cut"] = (steps.start("start-partition", c), c)
+        if ctrl is not None:
+            c2 = cut(ctx, leader, ctrl)
+            out["steps"]["cut-controller"] = (steps.start("start-partition", c2), c2)
+        ctx.sleep(float(fault.params["lag_s"]))
+        if fault.kind == "kill-leader":
+            ctx.killable().kill(leader)
+            out["steps"]["down"] = (steps.start("start-kill", {"kind": "one", "nodes": [leader.name]}), leader.name)
+        else:
+            ctx.pausable().pause(leader, process="broker")
+            out["steps"]["down"] = (steps.start("start-pause", {"kind": "one", "node": leader.name,
+                                                                "process": "broker"}), leader.name)
+        after = view.partition(ctx.topic, key)
+        out["isr_before_failover"] = [n.name for n in state.isr]
+        out["isr_when_leader_went"] = [n.name for n in after.isr] if after else None
+        return out
+
+    @staticmethod
+    def _pick(ctx: NemesisContext, planned: int, ctrl: Node | None) -> tuple[int, PartitionState | None]:
+        """The planned key, or the first after it, whose leader is not the controller."""
+        view = ctx.view()
+        for k in [(planned + i) % ctx.partitions for i in range(ctx.partitions)]:
+            s = view.partition(ctx.topic, k)
+            if s is not None and s.leader is not None and (ctrl is None or s.leader.name != ctrl.name):
+                return k, s
+        return planned, None
+
+    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+        steps = Steps(ctx, fault)
+        done = started.get("steps", {})
+        for step in ("cut", "cut-controller"):
+            if step in done:
+                sid, c = done[step]
+                uncut(ctx, c)
+                steps.stop(sid, "stop-partition", {"kind": "cut", "healed": sorted(c["grudge"])})
+        if "down" in done:
+            sid, name = done["down"]
+            if fault.kind == "kill-leader":
+                ctx.killable().start(ctx.node(name))
+                steps.stop(sid, "stop-kill", {"kind": "one", "restarted": [name]})
+            else:
+                ctx.pausable().resume(ctx.node(name), process="broker")
+                steps.stop(sid, "stop-pause", {"kind": "one", "node": name, "process": "broker"})
+        return {k: v for k, v in started.items() if k != "steps"}
+
+    def heal(self, ctx: NemesisContext) -> None:
+        from nemesis.partition import PartitionFamily
+
+        PartitionFamily().heal(ctx)
+        killer, pauser = ctx.killable(), ctx.pausable()
+        for n in ctx.nodes:
+            pauser.resume(n, process="broker")
+            killer.start(n)

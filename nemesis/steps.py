@@ -1,0 +1,65 @@
+"""What compositions are made of: recorded steps, directed cuts, and waits on the cluster's metadata.
+
+A composition (double failover, lagging follower, ...) is a few plain faults in a careful order. Each
+step is recorded as the plain op of the family it borrows (`start-kill`, `start-partition`, and the
+matching stop) with a step id `"<fault>.<n>"` and `"of": <fault>`, so the history and the plots show
+exactly which node was hit when. Waits poll the cluster's metadata through `ClusterView` and stop at
+once when the run heals (`ctx.sleep` raises `Cancelled`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from kernel import layout
+from kernel.nemesis import NemesisContext, PlannedFault
+from kernel.node import Node
+from nemesis import grudge
+from nemesis.partition import apply, lift
+
+T = TypeVar("T")
+POLL_S = 0.1
+
+
+class Steps:
+    """Numbers and records the steps of one composition."""
+
+    def __init__(self, ctx: NemesisContext, fault: PlannedFault) -> None:
+        self.ctx = ctx
+        self.fault = fault
+        self.n = 0
+        self.open: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    def start(self, f: str, value: dict[str, Any]) -> str:
+        self.n += 1
+        sid = f"{self.fault.id}.{self.n}"
+        self.ctx.record(f, {**value, "of": self.fault.id}, sid)
+        return sid
+
+    def stop(self, sid: str, f: str, value: dict[str, Any]) -> None:
+        self.ctx.record(f, {**value, "of": self.fault.id}, sid)
+
+
+def cut(ctx: NemesisContext, frm: Node, to: Node) -> dict[str, Any]:
+    """`frm` can no longer send to `to`'s broker port (its fetches and requests to `to` are dropped);
+    everything else — ZooKeeper, `to`'s requests to `frm`, clients — still flows."""
+    g = {to.name: [frm.name]}
+    apply(ctx, g, (layout.BROKER_PORT,))
+    return {"kind": "cut", "grudge": grudge.describe(g), "ports": [layout.BROKER_PORT]}
+
+
+def uncut(ctx: NemesisContext, started: dict[str, Any]) -> None:
+    lift(ctx, started["grudge"], started.get("ports", ()))
+
+
+def wait_for(ctx: NemesisContext, probe: Callable[[], T | None], timeout_s: float) -> T | None:
+    """Poll `probe` until it returns something truthy or `timeout_s` passes (None)."""
+    waited = 0.0
+    while waited <= timeout_s:
+        got = probe()
+        if got:
+            return got
+        ctx.sleep(POLL_S)
+        waited += POLL_S
+    return None

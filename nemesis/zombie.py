@@ -1,0 +1,44 @@
+"""Zombies (seed 003, discussion section 3): a leader or the controller frozen past its session.
+
+Kinds: `leader` (a key's leader) and `controller`. The process is paused (SIGSTOP) for longer than
+the ZooKeeper session timeout, so the cluster declares it dead and replaces it (a new leader with a
+higher leader epoch, a new controller with a higher controller epoch); then it is resumed
+(SIGCONT) with its stale view, while clients with stale metadata and peers still talk to it, and
+whatever it had queued goes out. Correct brokers refuse every request that carries an old epoch;
+`stale-epoch-accepted` obeys them.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+
+
+class ZombieFamily:
+    name: str = "zombie"
+    kinds: tuple[str, ...] = ("leader", "controller")
+    perf: FaultPerf = FaultPerf("start-zombie", "stop-zombie", "zombie", "#8E44AD")
+    composite: bool = False
+
+    def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
+        fallback = rng.choice(world.nodes)
+        target = Target.leader(rng.randrange(world.partitions), fallback) if kind == "leader" \
+            else Target.controller(fallback)
+        # past the session (and the controller's failover after it), with a seeded margin
+        return Plan({"victim": target}, {}, min_duration_s=world.session_timeout_s * rng.uniform(1.6, 2.5))
+
+    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
+        hit = ctx.resolve(fault.targets["victim"])
+        ctx.pausable().pause(hit.node, process="broker")
+        return {"kind": fault.kind, "node": hit.node.name, "targets": {"victim": hit.to_json()}}
+
+    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+        ctx.pausable().resume(ctx.node(started["node"]), process="broker")
+        return {"kind": fault.kind, "node": started["node"], "resumed": True}
+
+    def heal(self, ctx: NemesisContext) -> None:
+        db = ctx.pausable()
+        for n in ctx.nodes:
+            db.resume(n, process="broker")

@@ -1,0 +1,164 @@
+"""The architecture as a test: arrows point down only (DESIGN.md, "Layers").
+
+It reads every module's imports with `ast` (top-level and function-local alike; only `TYPE_CHECKING`
+blocks are skipped) and fails on:
+- an import cycle between top-level packages, or between `harness/`'s own modules and subpackages;
+- the ground floor (`kernel`) importing any other package of ours;
+- a part (`workloads`, `nemesis`, `results`) importing anything of ours but `kernel`;
+- the orchestrator (`harness.run`, `harness.phases`, `harness.pool`, the CLIs) importing a concrete
+  workload, DB adapter or checker — those arrive through `harness.registry` or the `Test` record;
+- any import of `logbroker` outside `cluster-impl/`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import networkx as nx
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("kernel", "harness", "workloads", "nemesis", "results")
+PARTS = ("workloads", "nemesis", "results")
+ORCHESTRATOR = re.compile(r"^harness\.(run|phases|pool|signals|progress|\w+_cli|cli)$")
+CONCRETE = re.compile(
+    r"^(workloads\.(?!registry$)\w+|harness\.db\.\w+|results\.(check|checker)|nemesis\.(?!registry$|runner$)\w+)$"
+)
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module this file imports (absolute names), outside `if TYPE_CHECKING:` blocks."""
+    tree = ast.parse(path.read_text(), str(path))
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for n in ast.walk(node))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+    return out
+
+
+def _our_modules() -> dict[str, set[str]]:
+    mods: dict[str, set[str]] = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            if "files" in path.relative_to(ROOT).parts:  # files copied into the node image, not harness code
+                continue
+            mods[_module_name(path)] = _imports(path)
+    return mods
+
+
+MODULES = _our_modules()
+
+
+def _resolve(name: str) -> str | None:
+    """The longest module of ours that `name` names or lies inside (`kernel.history.Op` -> `kernel.history`)."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        cand = ".".join(parts[:i])
+        if cand in MODULES:
+            return cand
+    return None
+
+
+def _edges() -> list[tuple[str, str]]:
+    out = []
+    for mod, names in MODULES.items():
+        for n in names:
+            target = _resolve(n)
+            if target is not None and target != mod:
+                out.append((mod, target))
+    return out
+
+
+EDGES = _edges()
+
+
+def _unit(mod: str) -> str:
+    """harness/'s modules and subpackages are units of their own; other packages are one unit each."""
+    parts = mod.split(".")
+    if parts[0] == "harness" and len(parts) > 1:
+        return ".".join(parts[:2])
+    return parts[0]
+
+
+def test_no_cycle_between_top_level_packages() -> None:
+    g = nx.DiGraph((a.split(".")[0], b.split(".")[0]) for a, b in EDGES if a.split(".")[0] != b.split(".")[0])
+    cycles = list(nx.simple_cycles(g))
+    assert not cycles, f"packages import each other: {cycles}"
+
+
+def test_no_cycle_inside_harness() -> None:
+    g = nx.DiGraph((_unit(a), _unit(b)) for a, b in EDGES
+                   if a.startswith("harness.") and b.startswith("harness.") and _unit(a) != _unit(b))
+    cycles = list(nx.simple_cycles(g))
+    assert not cycles, f"harness modules import each other: {cycles}"
+
+
+def test_the_ground_floor_imports_nothing_of_ours() -> None:
+    bad = [(a, b) for a, b in EDGES if a.startswith("kernel") and not b.startswith("kernel")]
+    assert not bad, f"kernel must import nothing above it: {bad}"
+
+
+def test_parts_import_only_the_ground_floor() -> None:
+    bad = [(a, b) for a, b in EDGES
+           if a.split(".")[0] in PARTS and b.split(".")[0] not in ("kernel", a.split(".")[0])]
+    assert not bad, f"parts may import kernel only: {bad}"
+
+
+def test_the_orchestrator_reaches_concrete_parts_only_through_registries() -> None:
+    bad = [(a, b) for a, b in EDGES if ORCHESTRATOR.match(a) and CONCRETE.match(b)]
+    assert not bad, f"the orchestrator imports a concrete part (use harness.registry / the Test record): {bad}"
+
+
+def test_nothing_outside_cluster_impl_imports_the_system_under_test() -> None:
+    bad = []
+    for path in ROOT.rglob("*.py"):
+        rel = path.relative_to(ROOT)
+        if rel.parts[0] in ("cluster-impl", ".venv", ".build") or "site-packages" in rel.parts:
+            continue
+        if any(n == "logbroker" or n.startswith("logbroker.") for n in _imports(path)):
+            bad.append(str(rel))
+    assert not bad, f"only cluster-impl/ may import logbroker: {bad}"
+
+
+def test_the_harness_and_the_broker_agree_on_the_zookeeper_layout() -> None:
+    """Both sides spell Kafka's ZooKeeper paths; without importing each other, their constants must agree."""
+
+    def constants(path: Path) -> dict[str, str]:
+        out = {}
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and len(node.targets) == 1:
+                target = node.targets[0]
+                if isinstance(target, ast.Name) and isinstance(node.value.value, str):
+                    out[target.id] = node.value.value
+        return out
+
+    ours = constants(ROOT / "harness" / "db" / "zk_layout.py")
+    theirs = constants(ROOT / "cluster-impl" / "logbroker" / "coord" / "paths.py")
+    assert ours, "no constants read"
+    for name, value in ours.items():
+        assert theirs.get(name) == value, f"{name}: harness says {value!r}, the broker {theirs.get(name)!r}"
+
+
+def test_the_checker_is_real() -> None:
+    """The test above would pass on an empty graph: make sure it saw the imports it is about."""
+    assert ("harness.registry", "workloads.registry") in EDGES
+    assert ("nemesis.runner", "kernel.history") in EDGES
+    assert any(a == "harness.run" for a, _ in EDGES)

@@ -1,0 +1,117 @@
+"""Every composition on real containers: it starts, records its steps as plain ops, stops, and heals.
+
+One deployment (3 nodes, ZooKeeper, brokers, a 3-partition RF 3 topic) serves the module; each test
+plays one composition through the same calls the runner makes, then heals and waits until every
+partition has a leader and its full ISR again, with no iptables rule of ours left on any node.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from harness.db.logbroker import LogbrokerDB
+from harness.db.settings import BrokerSettings
+from kernel.db import Cluster
+from kernel.nemesis import NemesisContext, PlannedFault, PlanWorld
+from kernel.rng import rng
+from nemesis.registry import FAMILIES
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+SETTINGS = BrokerSettings(partitions=3, session_timeout_ms=4000, replica_lag_time_max_ms=5000)
+WORLD = PlanWorld(["n1", "n2", "n3"], 3, 3, session_timeout_s=4.0, replica_lag_s=5.0)
+
+
+@pytest.fixture(scope="module")
+def deployed(_cluster_manager) -> Iterator[tuple[LogbrokerDB, Cluster]]:  # type: ignore[no-untyped-def]
+    dc = _cluster_manager.get()
+    cluster = Cluster(dc.nodes, {n.name: dc.remote(n.name) for n in dc.nodes})
+    db = LogbrokerDB(SETTINGS)
+    db.setup(cluster)
+    db.create_topic("chaos", 3, 3)
+    try:
+        yield db, cluster
+    finally:
+        db.teardown_all()
+
+
+def _recovered(db: LogbrokerDB, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if db.recovered("chaos", 3, 3):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def _play(name: str, kind: str, deployed: tuple[LogbrokerDB, Cluster], seed: int = 1
+          ) -> tuple[list[tuple[str, dict[str, Any], object]], dict[str, Any], dict[str, Any]]:
+    db, cluster = deployed
+    assert _recovered(db), "the cluster is healthy before the fault"
+    fam = FAMILIES[name]()
+    p = fam.plan(kind, rng(seed, "test", name), WORLD)
+    fault = PlannedFault(7, name, kind, 0.0, 1.0, p.targets, p.params)
+    ops: list[tuple[str, dict[str, Any], object]] = []
+    ctx = NemesisContext(cluster, db, "chaos", 3, seed, record=lambda f, v, fid: ops.append((f, v, fid)))
+    try:
+        started = fam.start(ctx, fault)
+        stopped = fam.stop(ctx, fault, started)
+    finally:
+        fam.heal(ctx)
+    assert _recovered(db), f"{name}: every partition has a leader and its full ISR after the heal"
+    for n in cluster.nodes:
+        assert "DROP" not in cluster.remotes[n.name].exec("iptables -S CHAOS", check=False).stdout
+    return ops, started, stopped
+
+
+def _paired(ops: list[tuple[str, dict[str, Any], object]]) -> None:
+    """Every step recorded with a step id of this fault, each start closed by its stop."""
+    opened: dict[object, str] = {}
+    for f, v, fid in ops:
+        assert str(fid).startswith("7.") and v["of"] == 7
+        if f.startswith("start-"):
+            opened[fid] = f.removeprefix("start-")
+        else:
+            assert opened.pop(fid) == f.removeprefix("stop-")
+    assert not opened, f"steps never stopped: {opened}"
+
+
+def test_double_failover(deployed: tuple[LogbrokerDB, Cluster]) -> None:
+    ops, started, stopped = _play("double-failover", "kill", deployed)
+    assert "skipped" not in started, started
+    assert [f for f, _, _ in ops[:3]] == ["start-partition", "start-kill", "start-kill"]
+    assert ops[1][1]["nodes"] == [started["first_leader"]] and ops[2][1]["nodes"] == [started["next_leader"]]
+    assert started["elected"] == started["next_leader"]
+    assert stopped["first_leader"] == started["first_leader"]
+    _paired(ops)
+
+
+def test_lagging_follower(deployed: tuple[LogbrokerDB, Cluster]) -> None:
+    ops, started, _ = _play("lagging-follower", "kill-leader", deployed)
+    assert "skipped" not in started, started
+    kinds = [f for f, _, _ in ops]
+    assert kinds[0] == "start-partition" and "start-kill" in kinds
+    assert started["follower"] != started["leader"] != started["controller"]
+    _paired(ops)
+
+
+def test_stale_orders(deployed: tuple[LogbrokerDB, Cluster]) -> None:
+    ops, started, _ = _play("stale-orders", "controller", deployed)
+    assert "skipped" not in started, started
+    assert started["new_controller"] not in (None, started["controller"]), "the controller was replaced"
+    assert [f for f, _, _ in ops][:3] == ["start-partition", "start-kill", "stop-kill"]
+    _paired(ops)
+
+
+@pytest.mark.parametrize(("name", "kind"), [("zombie", "controller"), ("zombie", "leader"),
+                                            ("power-loss", "majority"), ("isolate", "zookeeper"),
+                                            ("isolate", "peers")])
+def test_single_step_compositions(name: str, kind: str, deployed: tuple[LogbrokerDB, Cluster]) -> None:
+    ops, started, stopped = _play(name, kind, deployed)
+    assert ops == [], "a single-step composition is recorded by the runner's own start/stop ops"
+    assert started["kind"] == kind and stopped["kind"] == kind
+    if name == "power-loss":
+        assert len(started["nodes"]) == 2 and stopped["restarted"] == [n for n in stopped["restarted"]]
