@@ -180,6 +180,7 @@ class LogbrokerDB:
         for node in self.nodes:
             self._wait_port(node, layout.BROKER_PORT, deadline)
         self._wait_brokers_registered(deadline)
+        self._wait_metadata(deadline)
 
     def teardown_all(self) -> None:
         self.close()
@@ -330,6 +331,33 @@ class LogbrokerDB:
                     f"brokers {sorted(want - ids)} did not register in ZooKeeper (/brokers/ids has {sorted(ids)})"
                 )
             time.sleep(0.3)
+
+    def _wait_metadata(self, deadline: float) -> None:
+        """Registered is not serving: a broker learns the controller and its peers only from the
+        controller's first UpdateMetadata. Until then it answers Metadata with controller -1, and an
+        admin client that asked it waits for a controller that it is never told about (librdkafka
+        re-asks only on its next periodic refresh) - a CreateTopics right after set-up hung for 30 s.
+        So each broker must answer with every broker and a controller before set-up returns."""
+        from confluent_kafka.admin import AdminClient
+
+        for node in self.nodes:
+            seen = "no answer"
+            while True:
+                admin = AdminClient({"bootstrap.servers": self.client_address(node),
+                                     "logger": _QUIET})  # type: ignore[dict-item]
+                try:
+                    md = admin.list_topics(timeout=5)
+                    if md.controller_id >= 0 and len(md.brokers) >= len(self.nodes):
+                        break
+                    seen = f"controller {md.controller_id}, {len(md.brokers)} of {len(self.nodes)} brokers"
+                except Exception as e:  # KafkaException: not answering yet
+                    seen = str(e)
+                if time.monotonic() > deadline:
+                    raise ProvisionError(
+                        f"the broker on {node.name} did not learn its cluster in time ({seen}); "
+                        f"see {layout.BROKER_LOG} on that node"
+                    )
+                time.sleep(0.3)
 
     # --- ClusterView (ZooKeeper, read from the control host) -----------------------------------
     def _client(self):  # type: ignore[no-untyped-def]
