@@ -75,7 +75,14 @@ class ReplicaFetcher:
         self._task = asyncio.ensure_future(self._run())
 
     def add(self, p: Partition, epoch: int) -> None:
-        self.state.add((p.tp.topic, p.tp.partition), epoch, p.leo)
+        key = (p.tp.topic, p.tp.partition)
+        self.state.add(key, epoch, p.leo)
+        if self.settings.truncate_to_hw:
+            # Before KIP-101 the cut was part of becoming a follower (makeFollowers), with no round trip
+            # to the leader. Done in the loop instead, it waited behind this fetcher's in-flight fetch -
+            # seconds when the leader is cut off - and a replica elected leader meanwhile never cut at all.
+            log.info("%s: truncating to HW %d (bug truncate-to-hw)", p.tp, p.hw)
+            self._cut(key, epoch, p.hw)
         self._wake.set()
 
     def remove(self, tp: TopicPartition) -> None:
