@@ -4,13 +4,19 @@ Before KIP-101 a replica that became a follower cut its log to its high watermar
 leader's by one fetch, so the cut drops records the leader had already acknowledged; the replica
 fetches them back — unless it is elected leader first. This composition builds exactly that:
 
-1. on key k, leader L1 with in-sync followers N (next in line: first in assignment order) and R;
-   cut R off from N's broker port (R cannot fetch from N; ZooKeeper, the controller and clients
-   are untouched) — recorded as a `partition` step;
+0. on key k, leader L1 with in-sync followers N (next in line: first in assignment order) and R;
+   R stops hearing L1's broker answers while its requests still arrive (a `partition` step of kind
+   `mute`) for a fraction of a second, far below the replica lag time: L1 counts R's last fetch and
+   acknowledges what it carried, but R never learns the HW that fetch moved. Without this step the
+   window is only what was acknowledged in the last fetch round trip before the kill, and whether
+   any write fell into it was luck (the composition missed the planted bug in 2 of 5 seeds);
+1. cut R off from N's broker port (R cannot fetch from N; ZooKeeper, the controller and clients
+   are untouched) — a `partition` step of kind `cut`;
 2. kill L1 (a `kill` step); the controller elects N, R becomes N's follower (and truncates);
 3. kill N before R fetched back what it cut or was dropped from the ISR, so R is elected next.
-`stop` heals the cut and restarts N and L1. With correct truncation (OffsetForLeaderEpoch) R keeps
-every acknowledged record and nothing is lost; with `truncate-to-hw` acknowledged writes vanish.
+`stop` heals the cuts and restarts N and L1. With correct truncation (OffsetForLeaderEpoch, which R
+cannot even ask N) R keeps every acknowledged record and nothing is lost; with `truncate-to-hw`
+acknowledged writes vanish.
 If R is the controller the cut would also stop its requests to N and the scenario would degenerate,
 so the planned key is a preference: the first key from it whose roles avoid that is used. The fault's
 value says which key and which roles the nodes had.
@@ -23,7 +29,7 @@ from typing import Any
 
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
 from kernel.node import Node
-from nemesis.steps import Steps, cut, uncut, wait_for
+from nemesis.steps import Steps, cut, mute, uncut, wait_for
 
 
 class DoubleFailoverFamily:
@@ -36,7 +42,7 @@ class DoubleFailoverFamily:
         key = rng.randrange(world.partitions)
         return Plan({"first": Target.leader(key, rng.choice(world.nodes))},
                     {"key": key, "settle_s": round(rng.uniform(0.3, 1.5), 2),
-                     "session_timeout_s": world.session_timeout_s},
+                     "mute_s": round(rng.uniform(0.2, 0.6), 2), "session_timeout_s": world.session_timeout_s},
                     min_duration_s=3 * world.session_timeout_s + 5)
 
     def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
@@ -51,6 +57,9 @@ class DoubleFailoverFamily:
             return {**out, "skipped": "no partition has a leader and two in-sync followers"}
         key, l1, nxt, survivor = roles
         out.update(key=key, first_leader=l1.name, next_leader=nxt.name, survivor=survivor.name)
+        m = mute(ctx, survivor, l1)
+        out["steps"]["mute"] = (steps.start("start-partition", m), m)
+        ctx.sleep(float(fault.params.get("mute_s", 0.0)))
         c = cut(ctx, survivor, nxt)
         out["steps"]["cut"] = (steps.start("start-partition", c), c)
         killer.kill(l1)
@@ -70,10 +79,11 @@ class DoubleFailoverFamily:
     def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
         steps = Steps(ctx, fault)
         done = started.get("steps", {})
-        if "cut" in done:
-            sid, c = done["cut"]
-            uncut(ctx, c)
-            steps.stop(sid, "stop-partition", {"kind": "cut", "healed": sorted(c["grudge"])})
+        for step in ("cut", "mute"):
+            if step in done:
+                sid, c = done[step]
+                uncut(ctx, c)
+                steps.stop(sid, "stop-partition", {"kind": c["kind"], "healed": sorted(c["grudge"])})
         killer = ctx.killable()
         for step in ("kill-next", "kill-first"):  # the last one down comes back first
             if step in done:

@@ -49,28 +49,35 @@ def setup_commands() -> str:
             f"iptables -I INPUT 1 -j {CHAIN}")
 
 
-def _rule_specs(sources: Iterable[str], ports: Iterable[int], probability: float | None) -> list[str]:
+def _rule_specs(sources: Iterable[str], ports: Iterable[int], probability: float | None,
+                from_ports: Iterable[int] = ()) -> list[str]:
     """One iptables rule body per (source, port): drop, or with `probability` drop that share of
-    packets at random (iptables' `statistic` match: packet loss without netem)."""
+    packets at random (iptables' `statistic` match: packet loss without netem). `ports` are the
+    destination ports here (requests to our services); `from_ports` are the source's ports (answers
+    to connections we opened: our requests still arrive, their replies do not)."""
     chance = f" -m statistic --mode random --probability {probability:.3f}" if probability is not None else ""
+    ports, from_ports = tuple(ports), tuple(from_ports)
     out = []
     for ip in sources:
-        if ports:
+        if ports or from_ports:
             out += [f"{CHAIN} -s {ip} -p tcp --dport {p}{chance} -j DROP" for p in ports]
+            out += [f"{CHAIN} -s {ip} -p tcp --sport {p}{chance} -j DROP" for p in from_ports]
         else:
             out.append(f"{CHAIN} -s {ip}{chance} -j DROP")
     return out
 
 
-def drop_commands(sources: Iterable[str], ports: Iterable[int] = (), probability: float | None = None) -> str:
-    """Rules on one node: drop packets from each source ip (optionally only to some tcp ports)."""
-    rules = [f"iptables -A {r}" for r in _rule_specs(sources, ports, probability)]
+def drop_commands(sources: Iterable[str], ports: Iterable[int] = (), probability: float | None = None,
+                  from_ports: Iterable[int] = ()) -> str:
+    """Rules on one node: drop packets from each source ip (optionally only to or from some tcp ports)."""
+    rules = [f"iptables -A {r}" for r in _rule_specs(sources, ports, probability, from_ports)]
     return " && ".join([setup_commands()] + rules) if rules else setup_commands()
 
 
-def undrop_commands(sources: Iterable[str], ports: Iterable[int] = (), probability: float | None = None) -> str:
+def undrop_commands(sources: Iterable[str], ports: Iterable[int] = (), probability: float | None = None,
+                    from_ports: Iterable[int] = ()) -> str:
     """Delete one instance of each rule `drop_commands` added (iptables -D), leaving other faults' rules."""
-    rules = [f"iptables -D {r} 2>/dev/null" for r in _rule_specs(sources, ports, probability)]
+    rules = [f"iptables -D {r} 2>/dev/null" for r in _rule_specs(sources, ports, probability, from_ports)]
     return "; ".join(rules) + "; true"
 
 

@@ -75,19 +75,20 @@ class PartitionFamily:
 
 
 def apply(ctx: NemesisContext, g: grudge.Grudge, ports: tuple[int, ...] = (),
-          probability: float | None = None) -> None:
+          probability: float | None = None, from_ports: tuple[int, ...] = ()) -> None:
     """Install a grudge: on each node, drop what comes from the nodes it holds a grudge against."""
     ips = {n.name: n.ip for n in ctx.nodes}
     for node, drops in g.items():
         if drops:
-            cmd = grudge.drop_commands([ips[d] for d in drops], ports, probability)
+            cmd = grudge.drop_commands([ips[d] for d in drops], ports, probability, from_ports)
             ctx.cluster.remotes[node].exec(cmd, timeout=30)
 
 
-def lift(ctx: NemesisContext, g: dict[str, list[str]], ports: Any = (), probability: float | None = None) -> None:
+def lift(ctx: NemesisContext, g: dict[str, list[str]], ports: Any = (), probability: float | None = None,
+         from_ports: Any = ()) -> None:
     """Remove exactly the rules `apply` added for this grudge, so overlapping partitions stay in place."""
     ips = {n.name: n.ip for n in ctx.nodes}
     for node, drops in g.items():
         if drops:
-            cmd = grudge.undrop_commands([ips[d] for d in drops], tuple(ports), probability)
+            cmd = grudge.undrop_commands([ips[d] for d in drops], tuple(ports), probability, tuple(from_ports))
             ctx.cluster.remotes[node].exec(cmd, timeout=30, check=False)

@@ -49,8 +49,19 @@ def cut(ctx: NemesisContext, frm: Node, to: Node) -> dict[str, Any]:
     return {"kind": "cut", "grudge": grudge.describe(g), "ports": [layout.BROKER_PORT]}
 
 
+def mute(ctx: NemesisContext, listener: Node, speaker: Node) -> dict[str, Any]:
+    """`listener` no longer hears the answers of `speaker`'s broker port, while its own requests
+    still arrive there (an asymmetric, one-connection-direction loss). A follower muted this way has
+    its last fetch counted by the leader — who may then acknowledge what it fetched — but never
+    learns the high watermark that fetch moved: its view of what is committed goes stale."""
+    g = {listener.name: [speaker.name]}
+    apply(ctx, g, from_ports=(layout.BROKER_PORT,))
+    return {"kind": "mute", "grudge": grudge.describe(g), "from_ports": [layout.BROKER_PORT]}
+
+
 def uncut(ctx: NemesisContext, started: dict[str, Any]) -> None:
-    lift(ctx, started["grudge"], started.get("ports", ()))
+    """Lift what `cut` or `mute` installed."""
+    lift(ctx, started["grudge"], started.get("ports", ()), from_ports=started.get("from_ports", ()))
 
 
 def wait_for(ctx: NemesisContext, probe: Callable[[], T | None], timeout_s: float) -> T | None:

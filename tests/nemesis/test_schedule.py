@@ -36,6 +36,17 @@ def test_grudges() -> None:
     assert b["n3"] == [] and b["n1"] == ["n4", "n5"] and b["n5"] == ["n1", "n2"]
 
 
+def test_port_rules_drop_requests_to_a_port_or_answers_from_it() -> None:
+    """`ports` cut what a peer sends to our service; `from_ports` mute the answers a peer's service
+    sends back on connections we opened. Undoing deletes exactly the rules that were added."""
+    add = grudge.drop_commands(["10.0.0.2"], (9092,), None, (2181,))
+    assert "iptables -A CHAOS -s 10.0.0.2 -p tcp --dport 9092 -j DROP" in add
+    assert "iptables -A CHAOS -s 10.0.0.2 -p tcp --sport 2181 -j DROP" in add
+    undo = grudge.undrop_commands(["10.0.0.2"], (), None, (9092,))
+    assert "iptables -D CHAOS -s 10.0.0.2 -p tcp --sport 9092 -j DROP" in undo and "--dport" not in undo
+    assert "--sport" not in grudge.drop_commands(["10.0.0.2"], (9092,))
+
+
 def test_validation_is_one_sentence_before_anything_starts() -> None:
     validate(["partition", "kill-controller", "clock-bump"], provisioner="docker")
     with pytest.raises(UsageError, match="unknown nemesis 'partition-sideways'"):
