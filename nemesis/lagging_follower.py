@@ -21,10 +21,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kernel.db import PartitionState
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
-from kernel.node import Node
-from nemesis.steps import Steps, cut, uncut, wait_for
+from nemesis.steps import Steps, cut, key_led_elsewhere, uncut
 
 
 class LaggingFollowerFamily:
@@ -47,14 +45,7 @@ class LaggingFollowerFamily:
         ctrl = view.controller()
         out: dict[str, Any] = {"kind": fault.kind, "planned_key": planned, "steps": {},
                                "controller": ctrl.name if ctrl else None}
-        key, state = self._pick(ctx, planned, ctrl)
-        if state is None and ctrl is not None:
-            # every leader is the controller (typical after failovers): ask for the preferred leaders
-            out["preferred_election"] = ctx.reassignable().request_preferred_election(
-                ctx.topic, list(range(ctx.partitions)))
-            picked = wait_for(ctx, lambda: (lambda ks: ks if ks[1] is not None else None)(
-                self._pick(ctx, planned, ctrl)), 10.0)
-            key, state = picked if picked else (planned, None)
+        key, state = key_led_elsewhere(ctx, planned, ctrl, out)
         out["key"] = key
         if state is None or state.leader is None:
             return {**out, "skipped": "no partition has a leader other than the controller"}
@@ -81,16 +72,6 @@ class LaggingFollowerFamily:
         out["isr_before_failover"] = [n.name for n in state.isr]
         out["isr_when_leader_went"] = [n.name for n in after.isr] if after else None
         return out
-
-    @staticmethod
-    def _pick(ctx: NemesisContext, planned: int, ctrl: Node | None) -> tuple[int, PartitionState | None]:
-        """The planned key, or the first after it, whose leader is not the controller."""
-        view = ctx.view()
-        for k in [(planned + i) % ctx.partitions for i in range(ctx.partitions)]:
-            s = view.partition(ctx.topic, k)
-            if s is not None and s.leader is not None and (ctrl is None or s.leader.name != ctrl.name):
-                return k, s
-        return planned, None
 
     def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
         steps = Steps(ctx, fault)

@@ -5,8 +5,9 @@ this composition makes sure it says something, and that it arrives late:
 
 1. the controller C's requests to a broker B are dropped (B's ZooKeeper session and everything else
    are untouched) — TCP keeps retransmitting them;
-2. another broker A (the leader of a key, if that is not C) is killed and, once C has re-elected its
-   partitions' leaders (orders to B now wait in the network), restarted;
+2. another broker A (the leader of a key, the first from the planned one that C does not lead) is
+   killed and, once C has re-elected its partitions' leaders (orders to B now wait in the
+   network), restarted;
 3. C is cut off from ZooKeeper: its session expires and a new controller, with a higher controller
    epoch, re-elects C's partitions with higher leader epochs — while C still believes it leads;
 4. the drop on C -> B is lifted: C's old orders reach B after the new controller's.
@@ -25,7 +26,7 @@ from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWo
 from kernel.node import Node
 from nemesis import grudge
 from nemesis.partition import apply, lift
-from nemesis.steps import Steps, cut, uncut, wait_for
+from nemesis.steps import Steps, cut, key_led_elsewhere, uncut, wait_for
 
 
 class StaleOrdersFamily:
@@ -50,9 +51,14 @@ class StaleOrdersFamily:
         ctrl = view.controller()
         if ctrl is None or len(ctx.nodes) < 3:
             return {**out, "skipped": "no controller" if ctrl is None else "fewer than three nodes"}
-        a = view.leader(ctx.topic, key)
-        if a is None or a.name == ctrl.name:
-            a = next(n for n in ctx.nodes if n.name != ctrl.name)
+        # A must lead something: killing it is what makes the controller issue the leader changes
+        # whose late copies are the stale orders. (A node that leads nothing drew only harmless
+        # UpdateMetadata to B, and the composition missed the planted bug.)
+        key, state = key_led_elsewhere(ctx, key, ctrl, out)
+        out["key"] = key
+        if state is None or state.leader is None:
+            return {**out, "skipped": "no partition has a leader other than the controller"}
+        a = state.leader
         b = next(n for n in ctx.nodes if n.name not in (ctrl.name, a.name))
         out.update(controller=ctrl.name, restarted=a.name, receiver=b.name)
         c = cut(ctx, ctrl, b)

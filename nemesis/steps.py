@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from kernel import layout
+from kernel.db import PartitionState
 from kernel.nemesis import NemesisContext, PlannedFault
 from kernel.node import Node
 from nemesis import grudge
@@ -74,3 +75,27 @@ def wait_for(ctx: NemesisContext, probe: Callable[[], T | None], timeout_s: floa
         ctx.sleep(POLL_S)
         waited += POLL_S
     return None
+
+
+def key_led_elsewhere(ctx: NemesisContext, planned: int, ctrl: Node | None, out: dict[str, Any]
+                      ) -> tuple[int, PartitionState | None]:
+    """The planned key, or the first after it, whose leader is not the controller `ctrl` (a
+    composition about a leader and the controller needs them apart). If every leader is the
+    controller (common after failovers), preferred leader elections are asked for first; that
+    request is recorded in `out`. (key, None) when no such leader appears."""
+    view = ctx.view()
+
+    def pick() -> tuple[int, PartitionState | None]:
+        for k in [(planned + i) % ctx.partitions for i in range(ctx.partitions)]:
+            s = view.partition(ctx.topic, k)
+            if s is not None and s.leader is not None and (ctrl is None or s.leader.name != ctrl.name):
+                return k, s
+        return planned, None
+
+    key, state = pick()
+    if state is None and ctrl is not None:
+        out["preferred_election"] = ctx.reassignable().request_preferred_election(
+            ctx.topic, list(range(ctx.partitions)))
+        picked = wait_for(ctx, lambda: (lambda ks: ks if ks[1] is not None else None)(pick()), 10.0)
+        key, state = picked if picked else (planned, None)
+    return key, state

@@ -34,6 +34,7 @@ def test_stops_at_the_first_catch_and_counts_only_loss_or_divergence() -> None:
     assert bug["anomalies"] == ["lost-write", "poll-skip"], "a poll-skip alone is not this switch's family"
     assert [s.nemesis for s in calls[:2]] == [TARGETED["truncate-to-hw"], calls[1].nemesis]
     assert calls[1].nemesis != calls[0].nemesis, "targeted and full mixes alternate"
+    assert (calls[0].max_active, calls[1].max_active) == (1, 2), "a targeted scenario runs alone; the full mix overlaps"
     assert base["runs"] == 3 and base["caught_runs"] == 0 and all(not s.bugs for s in calls[3:])
     assert len({s.seed for s in calls}) == len(calls), "every run has a fresh seed"
     assert "truncate-to-hw" in table(rows) and "none (baseline)" in table(rows)
@@ -45,3 +46,21 @@ def test_every_seed_counts_catches() -> None:
                   run_one=run_one, say=lambda s: None)
     j = rows[0].to_json()
     assert (j["runs"], j["caught_runs"], j["runs_to_first_detection"], j["mixes_that_caught"]) == (5, 3, 1, ["full"])
+
+
+def test_an_interrupted_run_stops_the_matrix() -> None:
+    """Ctrl-C inside one run heals that run and keeps its history; the matrix must not go on."""
+    import pytest
+
+    from kernel.errors import Interrupted
+
+    calls: list[int] = []
+
+    def run_one(spec: RunSpec) -> tuple[int, Any, list[str], list[str], Path | None]:
+        calls.append(spec.seed)
+        raise Interrupted("interrupted by SIGINT during workload")
+
+    with pytest.raises(Interrupted):
+        detect(["zz"], {}, seeds=5, first_seed=0, mix="full", every_seed=True, baseline=True,
+               run_one=run_one, say=lambda s: None)
+    assert calls == [0]
