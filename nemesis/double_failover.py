@@ -29,7 +29,7 @@ from typing import Any
 
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
 from kernel.node import Node
-from nemesis.steps import Steps, cut, mute, uncut, wait_for
+from nemesis.steps import Steps, cut, heal_all, mute, wait_for
 
 
 class DoubleFailoverFamily:
@@ -79,11 +79,7 @@ class DoubleFailoverFamily:
     def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
         steps = Steps(ctx, fault)
         done = started.get("steps", {})
-        for step in ("cut", "mute"):
-            if step in done:
-                sid, c = done[step]
-                uncut(ctx, c)
-                steps.stop(sid, "stop-partition", {"kind": c["kind"], "healed": sorted(c["grudge"])})
+        steps.lift(done, ("cut", "mute"))
         killer = ctx.killable()
         for step in ("kill-next", "kill-first"):  # the last one down comes back first
             if step in done:
@@ -93,12 +89,7 @@ class DoubleFailoverFamily:
         return {k: v for k, v in started.items() if k != "steps"}
 
     def heal(self, ctx: NemesisContext) -> None:
-        from nemesis.partition import PartitionFamily
-
-        PartitionFamily().heal(ctx)
-        killer = ctx.killable()
-        for n in ctx.nodes:
-            killer.start(n)
+        heal_all(ctx)
 
 
 def _roles(view: Any, topic: str, partitions: int, planned: int, ctrl: Node | None

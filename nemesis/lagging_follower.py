@@ -22,7 +22,7 @@ import random
 from typing import Any
 
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
-from nemesis.steps import Steps, cut, key_led_elsewhere, uncut
+from nemesis.steps import Steps, cut, heal_all, key_led_elsewhere
 
 
 class LaggingFollowerFamily:
@@ -76,11 +76,7 @@ class LaggingFollowerFamily:
     def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
         steps = Steps(ctx, fault)
         done = started.get("steps", {})
-        for step in ("cut", "cut-controller"):
-            if step in done:
-                sid, c = done[step]
-                uncut(ctx, c)
-                steps.stop(sid, "stop-partition", {"kind": "cut", "healed": sorted(c["grudge"])})
+        steps.lift(done, ("cut", "cut-controller"))
         if "down" in done:
             sid, name = done["down"]
             if fault.kind == "kill-leader":
@@ -92,10 +88,4 @@ class LaggingFollowerFamily:
         return {k: v for k, v in started.items() if k != "steps"}
 
     def heal(self, ctx: NemesisContext) -> None:
-        from nemesis.partition import PartitionFamily
-
-        PartitionFamily().heal(ctx)
-        killer, pauser = ctx.killable(), ctx.pausable()
-        for n in ctx.nodes:
-            pauser.resume(n, process="broker")
-            killer.start(n)
+        heal_all(ctx, resume=True)

@@ -26,7 +26,7 @@ from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWo
 from kernel.node import Node
 from nemesis import grudge
 from nemesis.partition import apply, lift
-from nemesis.steps import Steps, cut, key_led_elsewhere, uncut, wait_for
+from nemesis.steps import Steps, cut, heal_all, key_led_elsewhere, uncut, wait_for
 
 
 class StaleOrdersFamily:
@@ -98,12 +98,7 @@ class StaleOrdersFamily:
         return {k: v for k, v in started.items() if k != "steps"}
 
     def heal(self, ctx: NemesisContext) -> None:
-        from nemesis.partition import PartitionFamily
-
-        PartitionFamily().heal(ctx)
-        killer = ctx.killable()
-        for n in ctx.nodes:
-            killer.start(n)
+        heal_all(ctx)
 
 
 def _elected_without(view: Any, topic: str, key: int, gone: Node) -> Node | None:

@@ -41,6 +41,27 @@ class Steps:
     def stop(self, sid: str, f: str, value: dict[str, Any]) -> None:
         self.ctx.record(f, {**value, "of": self.fault.id}, sid)
 
+    def lift(self, done: dict[str, Any], names: tuple[str, ...]) -> None:
+        """Lift the recorded cuts/mutes `names` that were started, each closed by its stop op."""
+        for step in names:
+            if step in done:
+                sid, c = done[step]
+                uncut(self.ctx, c)
+                self.stop(sid, "stop-partition", {"kind": c["kind"], "healed": sorted(c["grudge"])})
+
+
+def heal_all(ctx: NemesisContext, *, resume: bool = False) -> None:
+    """A composition's heal: every rule of ours gone, every broker running (and resumed)."""
+    from nemesis.partition import PartitionFamily
+
+    PartitionFamily().heal(ctx)
+    killer = ctx.killable()
+    pauser = ctx.pausable() if resume else None
+    for n in ctx.nodes:
+        if pauser is not None:
+            pauser.resume(n, process="broker")
+        killer.start(n)
+
 
 def cut(ctx: NemesisContext, frm: Node, to: Node) -> dict[str, Any]:
     """`frm` can no longer send to `to`'s broker port (its fetches and requests to `to` are dropped);
