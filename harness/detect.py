@@ -32,7 +32,7 @@ LOSS_OR_DIVERGENCE = ("lost-write", "unseen", "inconsistent-offsets", "divergent
 TARGETED: dict[str, tuple[str, ...]] = {
     "ack-before-replication": ("kill-leader", "double-failover"),
     "truncate-to-hw": ("double-failover",),
-    "local-isr-shrink": ("lagging-follower",),
+    "local-isr-shrink": ("lagging-follower-kill-leader", "lagging-follower-pause-leader"),
     "stale-epoch-accepted": ("stale-orders",),
 }
 FULL = DEFAULT_NEMESIS

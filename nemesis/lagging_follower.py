@@ -14,6 +14,13 @@ are lost. The planned key is a preference: if its leader is the controller (whos
 crosses the network), the first key after it with another leader is used; if every leader is the
 controller (common after failovers), a preferred leader election is asked for first. Both are
 recorded in the fault's value.
+
+Kind `kill-isr` asks the opposite question (seed 003 (A), unclean election): L's requests to C are
+NOT dropped, so the controller does take F out of the ISR; then every ISR member except F dies at
+once. F is the only live replica and lacks acknowledged writes: a correct controller leaves the
+partition offline until an ISR member returns; one that elects a replica outside the ISR (unclean
+election when it is not enabled) loses what F never fetched. Only one fetch round trip separates F's
+return from its catching up, so the window is kept open by killing the ISR while F is still cut off.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from nemesis.steps import Steps, cut, heal_all, key_led_elsewhere
 
 class LaggingFollowerFamily:
     name: str = "lagging-follower"
-    kinds: tuple[str, ...] = ("kill-leader", "pause-leader")
+    kinds: tuple[str, ...] = ("kill-leader", "pause-leader", "kill-isr")
     perf: FaultPerf = FaultPerf("start-lagging-follower", "stop-lagging-follower", "lagging follower", "#1ABC9C")
     composite: bool = True
 
@@ -57,19 +64,29 @@ class LaggingFollowerFamily:
         out.update(leader=leader.name, follower=f.name)
         c = cut(ctx, f, leader)
         out["steps"]["cut"] = (steps.start("start-partition", c), c)
-        if ctrl is not None:
+        if ctrl is not None and fault.kind != "kill-isr":
             c2 = cut(ctx, leader, ctrl)
             out["steps"]["cut-controller"] = (steps.start("start-partition", c2), c2)
         ctx.sleep(float(fault.params["lag_s"]))
+        out["isr_before_failover"] = [n.name for n in state.isr]
+        if fault.kind == "kill-isr":
+            now = view.partition(ctx.topic, key)
+            isr = now.isr if now is not None else state.isr
+            victims = [leader] + [n for n in isr if n.name not in (leader.name, f.name)]
+            out["isr_when_killed"] = [n.name for n in isr]
+            for v in victims:
+                ctx.killable().kill(v)
+            names = [v.name for v in victims]
+            out["steps"]["down"] = (steps.start("start-kill", {"kind": "isr", "nodes": names}), names)
+            return out
         if fault.kind == "kill-leader":
             ctx.killable().kill(leader)
-            out["steps"]["down"] = (steps.start("start-kill", {"kind": "one", "nodes": [leader.name]}), leader.name)
+            out["steps"]["down"] = (steps.start("start-kill", {"kind": "one", "nodes": [leader.name]}), [leader.name])
         else:
             ctx.pausable().pause(leader, process="broker")
             out["steps"]["down"] = (steps.start("start-pause", {"kind": "one", "node": leader.name,
-                                                                "process": "broker"}), leader.name)
+                                                                "process": "broker"}), [leader.name])
         after = view.partition(ctx.topic, key)
-        out["isr_before_failover"] = [n.name for n in state.isr]
         out["isr_when_leader_went"] = [n.name for n in after.isr] if after else None
         return out
 
@@ -78,13 +95,15 @@ class LaggingFollowerFamily:
         done = started.get("steps", {})
         steps.lift(done, ("cut", "cut-controller"))
         if "down" in done:
-            sid, name = done["down"]
-            if fault.kind == "kill-leader":
-                ctx.killable().start(ctx.node(name))
-                steps.stop(sid, "stop-kill", {"kind": "one", "restarted": [name]})
+            sid, names = done["down"]
+            if fault.kind == "pause-leader":
+                ctx.pausable().resume(ctx.node(names[0]), process="broker")
+                steps.stop(sid, "stop-pause", {"kind": "one", "node": names[0], "process": "broker"})
             else:
-                ctx.pausable().resume(ctx.node(name), process="broker")
-                steps.stop(sid, "stop-pause", {"kind": "one", "node": name, "process": "broker"})
+                for name in names:
+                    ctx.killable().start(ctx.node(name))
+                steps.stop(sid, "stop-kill", {"kind": "isr" if fault.kind == "kill-isr" else "one",
+                                              "restarted": list(names)})
         return {k: v for k, v in started.items() if k != "steps"}
 
     def heal(self, ctx: NemesisContext) -> None:

@@ -102,6 +102,38 @@ def test_lagging_follower(deployed: tuple[LogbrokerDB, Cluster]) -> None:
     _paired(ops)
 
 
+def test_lagging_follower_kill_isr(deployed: tuple[LogbrokerDB, Cluster]) -> None:
+    """The controller drops the cut-off follower from the ISR, then every other ISR member dies: the
+    follower is the only live replica, and a correct controller does not elect it (no unclean
+    election is configured), so the key has no leader until the ISR comes back."""
+    db, cluster = deployed
+    assert _recovered(db)
+    fam = FAMILIES["lagging-follower"]()
+    p = fam.plan("kill-isr", rng(3, "test", "kill-isr"), WORLD)
+    fault = PlannedFault(7, "lagging-follower", "kill-isr", 0.0, 1.0, p.targets, p.params)
+    ops: list[tuple[str, dict[str, Any], object]] = []
+    ctx = NemesisContext(cluster, db, "chaos", 3, 3, record=lambda f, v, fid: ops.append((f, v, fid)))
+    leaders: list[str | None] = []
+    try:
+        started = fam.start(ctx, fault)
+        assert "skipped" not in started, started
+        assert started["follower"] not in started["isr_when_killed"], "the controller took the laggard out"
+        deadline = time.monotonic() + WORLD.session_timeout_s + 4
+        while time.monotonic() < deadline:
+            st = ctx.view().partition("chaos", started["key"])
+            leaders.append(st.leader.name if st is not None and st.leader is not None else None)
+            time.sleep(0.5)
+        stopped = fam.stop(ctx, fault, started)
+    finally:
+        fam.heal(ctx)
+    assert started["follower"] not in leaders, f"a replica outside the ISR was elected: {leaders}"
+    kill = next(v for f, v, _ in ops if f == "start-kill")
+    assert kill["kind"] == "isr" and started["leader"] in kill["nodes"] and started["follower"] not in kill["nodes"]
+    assert sorted(stopped["isr_when_killed"]) == sorted(started["isr_when_killed"])
+    _paired(ops)
+    assert _recovered(db), "every partition has a leader and its full ISR after the heal"
+
+
 def test_stale_orders(deployed: tuple[LogbrokerDB, Cluster]) -> None:
     ops, started, _ = _play("stale-orders", "controller", deployed)
     assert "skipped" not in started, started
