@@ -20,7 +20,8 @@ NOT dropped, so the controller does take F out of the ISR; then every ISR member
 once. F is the only live replica and lacks acknowledged writes: a correct controller leaves the
 partition offline until an ISR member returns; one that elects a replica outside the ISR (unclean
 election when it is not enabled) loses what F never fetched. Only one fetch round trip separates F's
-return from its catching up, so the window is kept open by killing the ISR while F is still cut off.
+return from its catching up, so the window is kept open by killing the ISR while F is still cut off;
+the dead stay down past their ZooKeeper sessions (one back within its session is a bounce, not a loss).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class LaggingFollowerFamily:
         lag = world.replica_lag_s * rng.uniform(1.3, 1.8)
         return Plan({"leader": Target.leader(key, rng.choice(world.nodes))},
                     {"key": key, "lag_s": round(lag, 2)},
-                    min_duration_s=lag + (world.session_timeout_s * 2 if kind == "pause-leader" else 5))
+                    min_duration_s=lag + (world.session_timeout_s * 2 if kind != "kill-leader" else 5))
 
     def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
         view = ctx.view()
