@@ -71,3 +71,28 @@ def commit_regressions(ops: Iterable[Op]) -> list[Regression]:
             if i and best[i - 1].offset > c.offset:
                 found.append(Regression(best[i - 1], c))
     return sorted(found, key=lambda r: r.later.invoked)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m workloads.commits RUN_DIR|history.jsonl`: print the regressions as JSON Lines;
+    exit 0 when there are none, 1 when there are."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    from kernel.history import read_ops
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("run", type=Path)
+    args = ap.parse_args(argv)
+    path = args.run / "history.jsonl" if args.run.is_dir() else args.run
+    ops = list(read_ops(path))
+    found = commit_regressions(ops)
+    for r in found:
+        print(json.dumps(r.to_json()))
+    print(f"{len(acknowledged_commits(ops))} acknowledged commits, {len(found)} regressions")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -3,6 +3,7 @@ and the check that a group's acknowledged commits never go backwards."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -94,3 +95,17 @@ def test_commit_regressions_are_commits_below_one_acknowledged_before_they_began
               Op(10, 10, 5, OpType.INVOKE, "poll", [["poll"]]),
               Op(11, 11, 5, OpType.INFO, "poll", [["poll"]], {"commits": {"0": 1}})]
     assert commit_regressions(fine + failed) == []
+
+
+def test_the_commit_check_reads_a_stored_history(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from workloads.commits import main
+
+    ops = _poll(0, 1, {"2": 30}) + _poll(2, 2, {"2": 29})
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(o.to_json()) + "\n" for o in ops))
+    assert main([str(tmp_path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert json.loads(out[0])["key"] == 2 and out[-1] == "2 acknowledged commits, 1 regressions"
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(o.to_json()) + "\n" for o in ops[:2]))
+    assert main([str(tmp_path / "history.jsonl")]) == 0
