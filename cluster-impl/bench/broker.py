@@ -2,11 +2,11 @@
 
 Measures produce throughput (messages/s, MB/s) and per-message latency p50/p99 (enqueue → delivery
 report) with acks=1, with and without fsync per append, then consume throughput; and a consumer
-group (`group`): the time from `subscribe()` to an assignment (join), from a second member's
+group (`group`, medians of 5 rounds): the time from `subscribe()` to an assignment (join), from a second member's
 `subscribe()` until both hold partitions (rebalance on join), from a member's `close()` until the
 other holds every partition (rebalance on leave), and the rate of one member that reads 4 partitions
-and commits synchronously after every batch (msgs/s, commits/s). Writes JSON to --out and prints a
-table. Not a test: numbers depend on the machine.
+and commits synchronously after every batch of up to 500, or of 10 (msgs/s, commits/s, latency).
+Writes JSON to --out and prints a table. Not a test: numbers depend on the machine.
 """
 
 from __future__ import annotations
@@ -86,7 +86,6 @@ def consume(bootstrap: str, topic: str, n: int) -> dict[str, float]:
 
 
 GROUP_PARTITIONS = 4
-COMMIT_BATCH = 500
 
 
 def _member(bootstrap: str, group: str) -> Any:
@@ -108,10 +107,8 @@ def _wait(pred: Callable[[], bool], members: list[Any], timeout: float = 60) -> 
     return time.perf_counter() - t0
 
 
-def group(bootstrap: str, topic: str, n: int, rounds: int = 5) -> dict[str, float]:
-    """Join and rebalance times (medians of `rounds`), then one member's read-and-commit rate."""
-    from confluent_kafka import TopicPartition
-
+def group(bootstrap: str, topic: str, rounds: int = 5) -> dict[str, float]:
+    """Join and rebalance times, medians of `rounds` (each a new group, two members)."""
     joins, on_join, on_leave = [], [], []
     for r in range(rounds):
         a, b = _member(bootstrap, f"bench-join-{r}"), _member(bootstrap, f"bench-join-{r}")
@@ -125,27 +122,39 @@ def group(bootstrap: str, topic: str, n: int, rounds: int = 5) -> dict[str, floa
         _wait(lambda a=a: len(a.assignment()) == GROUP_PARTITIONS, [a])
         on_leave.append(time.perf_counter() - t0)  # close() included: it sends LeaveGroup
         a.close()
-    c = _member(bootstrap, "bench-consume")
+    return {"partitions": GROUP_PARTITIONS, "rounds": rounds, "join_ms": statistics.median(joins) * 1e3,
+            "rebalance_on_join_ms": statistics.median(on_join) * 1e3,
+            "rebalance_on_leave_ms": statistics.median(on_leave) * 1e3}
+
+
+def consume_committing(bootstrap: str, topic: str, n: int, batch: int) -> dict[str, float]:
+    """One member reads `n` records of `topic`, committing synchronously after every `batch` of them."""
+    from confluent_kafka import TopicPartition
+
+    c = _member(bootstrap, f"bench-consume-{batch}")
     c.subscribe([topic])
     got = commits = 0
+    lat: list[float] = []
     t0 = deadline = time.perf_counter() + 120
     while got < n and time.perf_counter() < deadline:
-        msgs = [m for m in c.consume(COMMIT_BATCH, 1.0) if m.error() is None]
+        msgs = [m for m in c.consume(batch, 1.0) if m.error() is None]
         if not msgs:
             continue
-        t0 = min(t0, time.perf_counter())  # the clock starts at the first batch: the join is measured above
+        t0 = min(t0, time.perf_counter())  # the clock starts at the first batch: the join is measured apart
         got += len(msgs)
         last: dict[int, int] = {}
         for m in msgs:
             last[m.partition()] = m.offset() + 1
+        t1 = time.perf_counter()
         c.commit(offsets=[TopicPartition(topic, p, o) for p, o in last.items()], asynchronous=False)
+        lat.append(time.perf_counter() - t1)
         commits += 1
     dt = time.perf_counter() - t0
     c.close()
-    return {"partitions": GROUP_PARTITIONS, "join_s": statistics.median(joins),
-            "rebalance_on_join_s": statistics.median(on_join), "rebalance_on_leave_s": statistics.median(on_leave),
-            "messages": got, "seconds": dt, "msgs_per_s": got / dt, "commits_per_s": commits / dt,
-            "msgs_per_commit": got / max(commits, 1)}
+    lat.sort()
+    return {"messages": got, "seconds": dt, "msgs_per_s": got / dt, "commits_per_s": commits / dt,
+            "msgs_per_commit": got / max(commits, 1), "commit_p50_ms": lat[len(lat) // 2] * 1e3,
+            "commit_p99_ms": lat[int(len(lat) * 0.99)] * 1e3}
 
 
 def main() -> int:
@@ -176,8 +185,10 @@ def main() -> int:
             for f in admin.create_topics([NewTopic("bench-group", GROUP_PARTITIONS, 1)]).values():
                 f.result(15)
             produce_spread(b.bootstrap, "bench-group", args.messages // 2)
-            results["group"] = {**group(b.bootstrap, "bench-group", args.messages // 2),
-                                "initial_rebalance_delay_ms": 0}
+            results["group"] = {**group(b.bootstrap, "bench-group"), "initial_rebalance_delay_ms": 0}
+            n = args.messages // 2
+            results["group/commit-every-500"] = consume_committing(b.bootstrap, "bench-group", n, 500)
+            results["group/commit-every-10"] = consume_committing(b.bootstrap, "bench-group", n // 10, 10)
         finally:
             b.kill()
     args.out.parent.mkdir(parents=True, exist_ok=True)
