@@ -106,6 +106,47 @@ def test_the_commit_check_reads_a_stored_history(tmp_path: Path, capsys: pytest.
     (tmp_path / "history.jsonl").write_text("".join(json.dumps(o.to_json()) + "\n" for o in ops))
     assert main([str(tmp_path)]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert json.loads(out[0])["key"] == 2 and out[-1] == "2 acknowledged commits, 1 regressions"
+    assert json.loads(out[0])["type"] == "commit-regression"
+    assert json.loads(out[0])["key"] == 2
+    assert out[-1] == "2 acknowledged commits, 1 regressions, 0 rereads of committed offsets"
     (tmp_path / "history.jsonl").write_text("".join(json.dumps(o.to_json()) + "\n" for o in ops[:2]))
     assert main([str(tmp_path / "history.jsonl")]) == 0
+
+
+def _op(index: int, process: int, typ: OpType, f: str, value: Any = None, **extra: Any) -> Op:
+    return Op(index, index, process, typ, f, value if value is not None else [["poll"]], extra)
+
+
+def test_a_consumer_that_starts_below_an_acknowledged_commit_rereads_committed_data() -> None:
+    from workloads.commits import committed_rereads
+
+    ok = OpType.OK
+    history = [
+        _op(0, 1, OpType.INVOKE, "poll"),
+        _op(1, 1, ok, "poll", [["poll", {"0": [[10, 1], [11, 2]]}]], commits={"0": 12}),
+        # process 2 is given key 0 in a poll invoked after 12 was acknowledged: it starts at 12
+        _op(2, 2, OpType.INVOKE, "poll"),
+        _op(3, 2, ok, "poll", [["poll", {"0": [[12, 3]]}]], **{"rebalance-log": [{"revoked": [], "assigned": [0]}]},
+            commits={"0": 13}),
+        # process 3 too, but it starts at 11: the group lost the commit of 13
+        _op(4, 3, OpType.INVOKE, "poll"),
+        _op(5, 3, ok, "poll", [["poll", {}]], **{"rebalance-log": [{"revoked": [], "assigned": [0]}]}),
+        _op(6, 3, OpType.INVOKE, "poll"),
+        _op(7, 3, ok, "poll", [["poll", {"0": [[11, 2], [12, 3], [13, 4]]}]], commits={"0": 14}),
+    ]
+    (r,) = committed_rereads(history)
+    assert r.to_json() == {"key": 0, "process": 3, "index": 7, "first-read": 11, "committed": 13, "committed-at": 3}
+    assert commit_regressions(history) == []  # it read on and committed higher: no regression shows it
+    # a commit acknowledged while the assigning poll was in flight does not bind it (concurrent)
+    concurrent = [history[0], _op(1, 2, OpType.INVOKE, "poll"), history[1],
+                  _op(3, 2, ok, "poll", [["poll", {"0": [[10, 1]]}]], **{"rebalance-log": [{"revoked": [],
+                                                                                         "assigned": [0]}]})]
+    assert committed_rereads(concurrent) == []
+    # the key revoked before it was read, or the consumer replaced (subscribe): nothing is owed
+    revoked = history[:6] + [_op(6, 3, OpType.INVOKE, "poll"),
+                             _op(7, 3, ok, "poll", [["poll", {"0": [[11, 2]]}]],
+                                 **{"rebalance-log": [{"revoked": [0], "assigned": [1]}]})]
+    assert committed_rereads(revoked) == []
+    rejoined = history[:6] + [_op(6, 3, OpType.INVOKE, "subscribe", [0]), _op(7, 3, ok, "subscribe", [0]),
+                              _op(8, 3, OpType.INVOKE, "poll"), _op(9, 3, ok, "poll", [["poll", {"0": [[11, 2]]}]])]
+    assert committed_rereads(rejoined) == []
