@@ -26,6 +26,8 @@ MAX_CONFIG_BYTES = 1 << 20
 DEFAULT_NEMESIS = ("partition", "pause", "clock", "kill", "move", "double-failover", "lagging-follower", "zombie",
                    "power-loss", "isolate", "stale-orders")
 ACKS = ("all", "1", "0")
+#: how consumers get their keys (Jepsen's --sub-via): `assign`, or `subscribe` to the run's consumer group
+SUB_VIA = ("assign", "subscribe")
 
 
 def _s(help: str, *, lo: float | None = None, hi: float | None = None, why: str = "", flag: str | None = None,
@@ -59,6 +61,9 @@ class RunSpec:
         "Keys (= partitions of the topic).", lo=1, hi=256,
         why="every partition is a key the workload, the final drain and the checks must cover"))
     bugs: tuple[str, ...] = field(default=(), metadata=_s("Turn on a broker bug switch (repeatable).", flag="--bug"))
+    sub_via: tuple[str, ...] = field(default=("assign",), metadata=_s(
+        "How consumers get keys: assign, subscribe (the run's consumer group) or both (workers split by the seed).",
+        choices=SUB_VIA))
     provisioner: str = field(default="docker", metadata=_s("docker or ssh."))
     hosts: str | None = field(default=None, metadata=_s("ssh provisioner: hosts file."))
     store: str = field(default="store", metadata=_s("Run store directory."))
@@ -73,6 +78,7 @@ class RunSpec:
         d = asdict(self)
         d["nemesis"] = list(self.nemesis)
         d["bugs"] = list(self.bugs)
+        d["sub_via"] = list(self.sub_via)
         return d
 
     @classmethod
@@ -127,6 +133,12 @@ def _coerce(name: str, value: Any) -> Any:
     kind = FIELDS[name].type
     if name in ("nemesis", "bugs"):
         return _names(name, value)
+    if name == "sub_via":
+        modes = _names(name, value)
+        bad = [m for m in modes if m not in SUB_VIA]
+        if bad or not modes or len(set(modes)) != len(modes):
+            raise _bad(name, value, "assign, subscribe or assign,subscribe (each once)")
+        return modes
     if name == "acks":
         if type(value) is int and value in (-1, 0, 1):
             value = "all" if value == -1 else str(value)

@@ -20,6 +20,23 @@ Each worker's ops come from its own stream `rng(seed, "workload", "queue", worke
 sequence of invocations per worker is a pure function of the seed (timing aside). The final drain
 assigns every key and polls until each has been read up to the high watermark it had when the
 drain began (the client reports those ends on the drain's polls).
+
+`--sub-via` (Jepsen's): with `assign` every worker assigns keys itself; with `subscribe` it joins
+the run's consumer group (`group_id(spec)`) with `subscribe()`, and the group's coordinator gives it
+keys; with both, the workers are split between the modes by the seed. A subscribing worker:
+- invokes `{"f": "subscribe", "value": [every key]}` first (and again as a fresh process after an
+  `info`), completed `ok` with the same value;
+- records on each poll's completion the rebalances that happened inside that poll call, in order,
+  before its records were returned: `"rebalance-log": [{"revoked": [keys], "assigned": [keys]}, ...]`
+  (librdkafka's eager protocol revokes everything, then assigns the new set: one entry each time);
+- commits, synchronously after each poll, the next offset of every key the poll read and still
+  holds; the acknowledged commits go on the poll's completion as `"commits": {"k": next offset}`,
+  a refused or failed commit as `"commit-error"` (the poll's records stay `ok`: they were read);
+- now and then (`REJOIN_FRACTION` of its ops, seeded) leaves the group and joins again: a
+  `subscribe` op with `"rejoin": true`, which closes the consumer (LeaveGroup) and subscribes with
+  a new one, so members come and go and the group rebalances even without faults. The old
+  consumer's final revocation is on that op's completion as its `rebalance-log`.
+The final drain stays `assign`-based, by a fresh process outside the group.
 """
 
 from __future__ import annotations
@@ -43,6 +60,8 @@ DEFINITE_FAILURES = {
     KafkaError._MSG_TIMED_OUT_QUEUE if hasattr(KafkaError, "_MSG_TIMED_OUT_QUEUE") else -10_000,
     KafkaError._INVALID_ARG, KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.INVALID_REQUIRED_ACKS,
 }
+#: consumer settings librdkafka's producer would warn about
+CONSUMER_ONLY = {"enable.auto.commit", "auto.offset.reset", "session.timeout.ms", "fetch.wait.max.ms"}
 SEND_TIMEOUT_MS = 5000
 MAX_SENDS_PER_OP = 8
 POLL_BATCH = 50
@@ -50,19 +69,36 @@ POLL_TIMEOUT_S = 0.5
 DRAIN_POLL_TIMEOUT_S = 1.0
 #: how long the drain keeps asking for high watermarks while leadership settles after the heal
 WATERMARK_PATIENCE_S = 60.0
+#: the share of a subscribing worker's ops that leave the group and join it again
+REJOIN_FRACTION = 0.02
+COMMIT_TIMEOUT_S = 10.0
 
 _quiet = logging.getLogger("chaos.librdkafka")
 _quiet.addHandler(logging.NullHandler())
 _quiet.propagate = False
 
 
+def group_id(spec: RunSpec) -> str:
+    """The consumer group every subscribing worker of a run joins."""
+    return f"chaos-{spec.name}-{spec.seed}"
+
+
+def sub_via_of(spec: RunSpec, worker: int) -> str:
+    """Worker `worker`'s mode: the modes of `--sub-via` in turn, from a seeded starting point, so
+    with both modes the workers are split between them (half each, give or take one)."""
+    first = seeded(spec.seed, "workload", "queue", "sub-via").randrange(len(spec.sub_via))
+    return spec.sub_via[(worker + first) % len(spec.sub_via)]
+
+
 class QueueGenerator:
-    """Worker `worker`'s op stream: always assign first, then mostly sends and polls."""
+    """Worker `worker`'s op stream: assign (or subscribe) first, then mostly sends and polls; now and
+    then a re-assign (assign mode) or a leave-and-rejoin of the group (subscribe mode)."""
 
     def __init__(self, spec: RunSpec, worker: int) -> None:
         self.rng = seeded(spec.seed, "workload", "queue", "worker", worker)
         self.worker = worker
         self.partitions = spec.partitions
+        self.subscribe = sub_via_of(spec, worker) == "subscribe"
         self.seq = 0
         self.started = False
 
@@ -72,6 +108,8 @@ class QueueGenerator:
     def next(self) -> Invocation:
         if not self.started:
             self.started = True
+            if self.subscribe:
+                return Invocation("subscribe", list(range(self.partitions)))
             return Invocation("assign", self._keys())
         x = self.rng.random()
         if x < 0.6:
@@ -80,12 +118,17 @@ class QueueGenerator:
                 self.seq += 1
                 mops.append(["send", self.rng.randrange(self.partitions), (self.worker + 1) * 1_000_000_000 + self.seq])
             return Invocation("send", mops)
+        if self.subscribe:
+            if x < 1 - REJOIN_FRACTION:
+                return Invocation("poll", [["poll"]])
+            return Invocation("subscribe", list(range(self.partitions)), {"rejoin": True})
         if x < 0.95:
             return Invocation("poll", [["poll"]])
         return Invocation("assign", self._keys())
 
     def update(self, op: Invocation, done: Completion) -> None:
-        return None
+        if self.subscribe and done.type is OpType.INFO:
+            self.started = False  # the next process is a new consumer: it subscribes first
 
 
 class FinalDrain:
@@ -142,30 +185,82 @@ class QueueClient:
         self.consumer: Consumer | None = None
         self.assigned: set[int] = set()
         self.ends: dict[int, int] | None = None
+        self.common: dict[str, Any] = {}
+        self.subscribed = False  # the consumer is a member of the run's group (subscribe mode)
+        self.rebalances: list[dict[str, list[int]]] = []  # since the last poll began
 
     def open(self, node: Node) -> None:
         self.connect(self.ctx.address_of(node))
 
     def connect(self, bootstrap: str) -> None:
         spec = self.ctx.spec
-        common = {"bootstrap.servers": bootstrap, "logger": _quiet, "socket.timeout.ms": 3000,
-                  "metadata.max.age.ms": 2000, "topic.metadata.refresh.interval.ms": 1000}
-        self.producer = Producer({**common, "acks": "all" if spec.acks in ("all", "-1") else spec.acks,
-                                  "enable.idempotence": spec.idempotence, "message.timeout.ms": SEND_TIMEOUT_MS,
-                                  "request.timeout.ms": 3000, "linger.ms": 0})
-        self.consumer = Consumer({**common, "group.id": f"chaos-{self.ctx.process}", "enable.auto.commit": False,
-                                  "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
-                                  "fetch.wait.max.ms": 100})
+        self.common = {"bootstrap.servers": bootstrap, "logger": _quiet, "socket.timeout.ms": 3000,
+                       "metadata.max.age.ms": 2000, "topic.metadata.refresh.interval.ms": 1000,
+                       "enable.auto.commit": False, "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+                       "fetch.wait.max.ms": 100}
+        self.producer = Producer({k: v for k, v in self.common.items() if k not in CONSUMER_ONLY}
+                                 | {"acks": "all" if spec.acks in ("all", "-1") else spec.acks,
+                                    "enable.idempotence": spec.idempotence, "message.timeout.ms": SEND_TIMEOUT_MS,
+                                    "request.timeout.ms": 3000, "linger.ms": 0})
+        self.consumer = Consumer({**self.common, "group.id": f"chaos-{self.ctx.process}"})
 
     def invoke(self, op: Invocation) -> Completion:
         try:
-            if op.f in ("assign", "subscribe"):
+            if op.f == "assign":
                 self.assign(list(op.value))
                 return Completion(OpType.OK, op.value)
+            if op.f == "subscribe":
+                log = self.subscribe()
+                return Completion(OpType.OK, op.value, {"rebalance-log": log} if log else {})
             final = bool(op.extra.get("final"))
             return self._mops(op, final)
         except Exception as e:  # we do not know what happened: info, never fail
             return Completion(OpType.INFO, op.value, {"error": f"{type(e).__name__}: {e}"})
+
+    # --- subscribe mode ------------------------------------------------------------------------------
+    def subscribe(self) -> list[dict[str, list[int]]]:
+        """Join the run's group with a new consumer (leaving first, if this one is a member or
+        assigned keys itself); returns the rebalances the old consumer saw while it closed."""
+        self.rebalances = []
+        self._close_consumer()
+        gone = self.rebalances
+        self.rebalances, self.assigned = [], set()
+        self.consumer = Consumer({**self.common, "group.id": group_id(self.ctx.spec), "heartbeat.interval.ms": 1000,
+                                  "max.poll.interval.ms": 15000, "partition.assignment.strategy": "range"})
+        self.consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                on_lost=self._on_revoke)
+        self.subscribed = True
+        return gone
+
+    def _on_revoke(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        keys = sorted(tp.partition for tp in partitions)
+        self.assigned -= set(keys)
+        self.rebalances.append({"revoked": keys, "assigned": []})
+
+    def _on_assign(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        keys = sorted(tp.partition for tp in partitions)
+        self.assigned |= set(keys)
+        last = self.rebalances[-1] if self.rebalances else None
+        if last is not None and not last["assigned"]:
+            last["assigned"] = keys  # the eager protocol's revoke-then-assign: one rebalance
+        else:
+            self.rebalances.append({"revoked": [], "assigned": keys})
+
+    def commit(self, read: dict[str, list[list[int]]]) -> dict[str, Any]:
+        """Commit the next offset of every key `read` holds that is still assigned; the extra fields
+        of the poll's completion: `commits` (acknowledged), `commit-error` (refused or unknown)."""
+        assert self.consumer is not None, "open() first"
+        nxt = {int(k): pairs[-1][0] + 1 for k, pairs in read.items() if pairs and int(k) in self.assigned}
+        if not nxt:
+            return {}
+        try:
+            done = self.consumer.commit(offsets=[TopicPartition(self.topic, k, o) for k, o in sorted(nxt.items())],
+                                        asynchronous=False)
+        except KafkaException as e:
+            return {"commit-error": str(e.args[0] if e.args else e)}
+        acked = {str(tp.partition): tp.offset for tp in done or [] if tp.error is None}
+        errors = [f"{tp.partition}: {tp.error}" for tp in done or [] if tp.error is not None]
+        return {"commits": acked} | ({"commit-error": "; ".join(errors)} if errors else {})
 
     def _mops(self, op: Invocation, final: bool) -> Completion:
         errors: list[str] = []
@@ -184,8 +279,14 @@ class QueueClient:
             else:
                 if final and self.ends is None:
                     self.ends = self.high_watermarks(sorted(self.assigned))
-                out.append(["poll", self.poll(DRAIN_POLL_TIMEOUT_S if final else POLL_TIMEOUT_S)])
+                self.rebalances = []
+                read = self.poll(DRAIN_POLL_TIMEOUT_S if final else POLL_TIMEOUT_S)
+                out.append(["poll", read])
                 outcomes.append("ok")
+                if self.subscribed:
+                    if self.rebalances:
+                        extra["rebalance-log"] = self.rebalances
+                    extra.update(self.commit(read))
         if final and self.ends is not None:
             extra["ends"] = {str(k): v for k, v in self.ends.items()}
         if all(o == "ok" for o in outcomes):
@@ -266,11 +367,15 @@ class QueueClient:
                     raise
                 time.sleep(0.5)
 
-    def close(self) -> None:
+    def _close_consumer(self) -> None:
         if self.consumer is not None:
             with contextlib.suppress(KafkaException, RuntimeError):
-                self.consumer.close()
+                self.consumer.close()  # a group member leaves its group (LeaveGroup)
             self.consumer = None
+        self.subscribed = False
+
+    def close(self) -> None:
+        self._close_consumer()
         if self.producer is not None:
             self.producer.flush(0)
             self.producer = None

@@ -10,8 +10,17 @@ Client ops (`f`) and their values:
   `["poll", {"k": [[offset, v], ...]}]`. A fail/info completion repeats the invoke's micro-ops.
   `send` ops hold only sends, `poll` ops only polls, `txn` any mix (Jepsen's transactions, and
   our multi-micro-op ops).
-- `assign`, `subscribe`: a list of keys (Kafka's `assign`/`subscribe`).
+- `assign`, `subscribe`: a list of keys (Kafka's `assign`/`subscribe`). A `subscribe` joins the
+  run's consumer group; one with `"rejoin": true` leaves the group first (a new consumer joins).
 Keys are integers (one key = one topic-partition); values are unique integers per run.
+
+Extra fields of a subscribing consumer's completions (the workload's `sub_via` is `subscribe`):
+- `"rebalance-log": [{"revoked": [keys], "assigned": [keys]}, ...]` on a poll: the rebalances that
+  happened during that poll call, in order, before its records were returned (on a rejoining
+  `subscribe`: the old consumer's revocation as it left);
+- `"commits": {"k": next offset, ...}` on a poll: the offsets it committed (synchronously, after
+  reading) and the coordinator acknowledged; `"commit-error": "..."` when a commit was refused or
+  its outcome is unknown. `commits(op)` reads them.
 """
 
 from __future__ import annotations
@@ -125,3 +134,9 @@ def reads(op: Op) -> Iterator[Read]:
 def assigned_keys(op: Op) -> list[int]:
     """The keys of an assign/subscribe op."""
     return list(op.value) if op.is_client and op.f in KEY_FS else []
+
+
+def commits(op: Op) -> dict[int, int]:
+    """The acknowledged offset commits an `ok` poll carries: key → the next offset to read."""
+    got = op.extra.get("commits") if op.is_client and op.type is OpType.OK else None
+    return {int(k): int(v) for k, v in got.items()} if isinstance(got, dict) else {}

@@ -1,0 +1,162 @@
+"""Committed offsets never go backwards: a check over a subscribe-mode history's acknowledged commits.
+
+The run's consumer group commits, after each poll, the next offset of every key the poll read
+(`kernel.history.commits`). A consumer that takes a key over starts where the group committed, so
+once a commit of offset `o` for key `k` is acknowledged, any commit of `k` that begins later must be
+at least `o`. A commit below that means the group's committed offset went backwards: a coordinator
+that lost an acknowledged commit (a failover to a replica that did not have it), served an offset
+that was never committed, or a consumer that restarted below it because its data was lost. Order is
+real time, judged by the poll ops that carry the commits: commit X precedes commit Y when X's op
+completed before Y's op was invoked; commits of concurrent ops are not ordered.
+
+A commit lost by the coordinator is usually overwritten by the next one before anybody reads it, so
+the regression check alone rarely sees it. The stronger check is where a consumer *starts*: a key
+newly assigned to a consumer (a `rebalance-log` entry) starts at the group's committed offset, which
+the consumer fetched after the poll that received the assignment was invoked; so its first read of
+the key must be at or above every commit of that key acknowledged before that poll began. A first
+read below one is `reread-committed`: the group handed out an offset below an acknowledged commit.
+
+A part (workloads/): it reads the history only through `kernel.history`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kernel.history import Op, OpType, commits, pairs, reads
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    key: int
+    offset: int
+    invoked: int  # index of the poll's invoke
+    completed: int  # index of its completion
+    process: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Regression:
+    """`later` began after `earlier` was acknowledged, and committed a lower offset of the same key."""
+
+    earlier: Commit
+    later: Commit
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.later.key, "committed": self.earlier.offset, "then": self.later.offset,
+                "committed-at": self.earlier.completed, "then-invoked-at": self.later.invoked,
+                "processes": [self.earlier.process, self.later.process]}
+
+
+def acknowledged_commits(ops: Iterable[Op]) -> list[Commit]:
+    out = []
+    for inv, done in pairs(ops):
+        if done is None:
+            continue
+        for k, o in sorted(commits(done).items()):
+            out.append(Commit(k, o, inv.index, done.index, done.process))
+    return out
+
+
+def commit_regressions(ops: Iterable[Op]) -> list[Regression]:
+    """Every acknowledged commit below the highest commit of its key acknowledged before it began."""
+    by_key: dict[int, list[Commit]] = {}
+    for c in acknowledged_commits(ops):
+        by_key.setdefault(c.key, []).append(c)
+    found = []
+    for cs in by_key.values():
+        done = sorted(cs, key=lambda c: c.completed)
+        ends = [c.completed for c in done]
+        best: list[Commit] = []  # best[i]: the highest commit among done[: i + 1]
+        for c in done:
+            best.append(c if not best or c.offset > best[-1].offset else best[-1])
+        for c in cs:
+            i = bisect.bisect_left(ends, c.invoked)  # done[:i] completed before c was invoked
+            if i and best[i - 1].offset > c.offset:
+                found.append(Regression(best[i - 1], c))
+    return sorted(found, key=lambda r: r.later.invoked)
+
+
+@dataclass(frozen=True, slots=True)
+class Reread:
+    """`process` was assigned `key` in the poll completed at `index` and first read it at `offset`,
+    below `committed`, a commit acknowledged (at `committed_at`) before that poll was invoked."""
+
+    key: int
+    process: Any
+    index: int
+    offset: int
+    committed: int
+    committed_at: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "process": self.process, "index": self.index, "first-read": self.offset,
+                "committed": self.committed, "committed-at": self.committed_at}
+
+
+def committed_rereads(ops: Iterable[Op]) -> list[Reread]:
+    """Every newly assigned key whose first read is below a commit acknowledged before the poll
+    that received the assignment was invoked."""
+    high: dict[int, tuple[int, int]] = {}  # key -> (highest acknowledged commit so far, where)
+    at_invoke: dict[Any, dict[int, tuple[int, int]]] = {}  # process -> `high` when its op was invoked
+    waiting: dict[Any, dict[int, tuple[int, int]]] = {}  # process -> key -> the commit its first read must reach
+    found = []
+    for op in ops:
+        if not op.is_client:
+            continue
+        if op.type is OpType.INVOKE:
+            at_invoke[op.process] = dict(high)
+            continue
+        before = at_invoke.pop(op.process, {})
+        mine = waiting.setdefault(op.process, {})
+        if op.f == "subscribe" or op.type is not OpType.OK:
+            mine.clear()  # a new consumer (or an unknown state): its keys come in its rebalance logs
+        for entry in op.extra.get("rebalance-log", []) if op.type is OpType.OK else []:
+            for k in entry.get("revoked", []):
+                mine.pop(int(k), None)
+            for k in entry.get("assigned", []):
+                if int(k) in before:
+                    mine[int(k)] = before[int(k)]
+        firsts: dict[int, int] = {}
+        for r in reads(op):
+            firsts.setdefault(r.key, r.offset)
+        for k, first in sorted(firsts.items()):
+            need = mine.pop(k, None)
+            if need is not None and first < need[0]:
+                found.append(Reread(k, op.process, op.index, first, need[0], need[1]))
+        for k, o in commits(op).items():
+            if k not in high or o > high[k][0]:
+                high[k] = (o, op.index)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m workloads.commits RUN_DIR|history.jsonl`: print commit regressions and rereads of
+    committed offsets as JSON Lines; exit 0 when there are none, 1 when there are."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    from kernel.history import read_ops
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("run", type=Path)
+    args = ap.parse_args(argv)
+    path = args.run / "history.jsonl" if args.run.is_dir() else args.run
+    ops = list(read_ops(path))
+    found = commit_regressions(ops)
+    rereads = committed_rereads(ops)
+    for r in found:
+        print(json.dumps({"type": "commit-regression", **r.to_json()}))
+    for x in rereads:
+        print(json.dumps({"type": "reread-committed", **x.to_json()}))
+    print(f"{len(acknowledged_commits(ops))} acknowledged commits, {len(found)} regressions, "
+          f"{len(rereads)} rereads of committed offsets")
+    return 1 if found or rereads else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
