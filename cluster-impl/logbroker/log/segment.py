@@ -25,6 +25,9 @@ class Segment:
     log_path: Path
     index_path: Path
     size: int = 0
+    #: bytes of the log file the last fsync covered (what survives a power loss; the simulator's disk
+    #: model reads it: everything past it may be lost or torn)
+    durable: int = 0
     bases: list[int] = field(default_factory=list)
     lasts: list[int] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
@@ -61,7 +64,7 @@ class Segment:
         if cut:
             os.ftruncate(self._fd, pos)
             os.fsync(self._fd)
-        self.size = pos
+        self.size = self.durable = pos
         self._rewrite_index()
         return cut, headers
 
@@ -110,6 +113,7 @@ class Segment:
         os.ftruncate(self._fd, pos)
         os.ftruncate(self._idx_fd, i * _IDX.size)
         self.size = pos
+        self.durable = min(self.durable, pos)
 
     def read_all(self) -> bytes:
         return os.pread(self._fd, self.size, 0)
@@ -117,6 +121,7 @@ class Segment:
     def flush(self) -> None:
         os.fsync(self._fd)
         os.fsync(self._idx_fd)
+        self.durable = self.size
 
     @property
     def next_offset(self) -> int:
