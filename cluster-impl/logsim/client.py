@@ -41,6 +41,18 @@ RETRY_MAYBE = {7, 20}  # request timed out (after the append), not enough replic
 DEFINITE = {10, 2, 87, 21}  # message too large, corrupt, invalid record, invalid required acks
 
 
+FETCH_PARTITION_BYTES = 1 << 14
+
+
+def decode_records(data: bytes) -> list[tuple[int, int]]:
+    """(offset, value) of every record in v2 batches whose values are decimal integers."""
+    out: list[tuple[int, int]] = []
+    for pos, h in iter_batches(data, verify_crc=False):
+        for rec in DefaultRecordBatch(bytes(data[pos:pos + h.size])):
+            out.append((rec.offset, int(rec.value)))
+    return out
+
+
 class ClientTimeout(Exception):
     """No answer in time: the request may or may not have been served."""
 
@@ -59,6 +71,7 @@ class SimKafkaClient:
         self.pid, self.pid_epoch = -1, -1
         self.seq: dict[int, int] = {}
         self.positions: dict[int, int] = {}
+        self.buffered: dict[int, list[tuple[int, int]]] = {}
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -77,7 +90,9 @@ class SimKafkaClient:
 
     # --- metadata --------------------------------------------------------------------------------
     async def refresh_metadata(self) -> bool:
-        order = [self.bootstrap] + sorted(set(self.nodes) - {self.bootstrap}, key=lambda _: self.rng.random())
+        others = sorted(set(self.nodes) - {self.bootstrap})
+        self.rng.shuffle(others)
+        order = [self.bootstrap, *others]
         req = make_message(MetadataRequest, 4, {"topics": [{"name": self.topic}], "allow_auto_topic_creation": False})
         for node in order:
             try:
@@ -193,12 +208,29 @@ class SimKafkaClient:
     def assign(self, keys: list[int]) -> None:
         want = set(keys)
         self.positions = {k: self.positions.get(k, 0) for k in sorted(want)}
+        self.buffered = {k: v for k, v in self.buffered.items() if k in want}
 
     async def poll(self, timeout_s: float, max_records: int = 50) -> dict[str, list[list[int]]]:
+        """Up to `max_records` records in offset order per key: first what earlier fetches brought
+        (librdkafka's prefetch queue), then long-polls to the leaders until something comes."""
         out: dict[str, list[list[int]]] = {}
         deadline = self.loop.time() + timeout_s
         count = 0
-        while not out and self.loop.time() < deadline:
+        while True:
+            for k in self.positions:
+                buf = self.buffered.get(k)
+                while buf and count < max_records:
+                    off, v = buf.pop(0)
+                    if off < self.positions[k]:
+                        continue  # the batch began before our position
+                    if off != self.positions[k]:
+                        buf.clear()
+                        break
+                    out.setdefault(str(k), []).append([off, v])
+                    self.positions[k] = off + 1
+                    count += 1
+            if out or self.loop.time() >= deadline:
+                return out
             by_leader: dict[str, list[int]] = {}
             for k in self.positions:
                 node = await self.leader(k)
@@ -211,15 +243,8 @@ class SimKafkaClient:
             got = await asyncio.gather(*(self._fetch(n, ks, wait_ms) for n, ks in sorted(by_leader.items())))
             for part in got:
                 for k, recs in part.items():
-                    for off, v in recs:
-                        if off < self.positions.get(k, 0):
-                            continue  # the batch began before our position
-                        if count >= max_records or off != self.positions.get(k):
-                            break
-                        out.setdefault(str(k), []).append([off, v])
-                        self.positions[k] = off + 1
-                        count += 1
-        return out
+                    if k in self.positions:
+                        self.buffered[k] = recs
 
     async def _fetch(self, node: str, keys: list[int], wait_ms: int) -> dict[int, list[tuple[int, int]]]:
         req = make_message(FetchRequest, 11, {
@@ -227,7 +252,7 @@ class SimKafkaClient:
             "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
             "topics": [{"topic": self.topic, "partitions": [
                 {"partition": k, "current_leader_epoch": -1, "fetch_offset": self.positions[k], "log_start_offset": -1,
-                 "partition_max_bytes": 1 << 16} for k in keys]}]})
+                 "partition_max_bytes": FETCH_PARTITION_BYTES} for k in keys]}]})
         try:
             body = await self.call(node, FETCH, 11, req, self.request_timeout_s)
         except (ConnectionError, ClientTimeout):
@@ -243,12 +268,7 @@ class SimKafkaClient:
                 if err:
                     self.metadata_at = -1e9
                     continue
-                recs: list[tuple[int, int]] = []
-                data = p["records"] or b""
-                for pos, h in iter_batches(data):
-                    for rec in DefaultRecordBatch(bytes(data[pos:pos + h.size])):
-                        recs.append((rec.offset, int(rec.value)))
-                out[k] = recs
+                out[k] = decode_records(p["records"] or b"")
         return out
 
     async def high_watermarks(self, keys: list[int], patience_s: float = 60.0) -> dict[int, int]:

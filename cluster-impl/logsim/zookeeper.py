@@ -129,7 +129,7 @@ class ZooKeeperModel:
                     log.info("zookeeper: session %x of %s expired", s.id, c.host)
                     s.expired = True
                     self._drop_ephemerals(s.id)
-            for c in {s.client for s in self.sessions.values() if s.expired}:
+            for c in list(dict.fromkeys(s.client for s in self.sessions.values() if s.expired)):
                 if c.session is not None and c.session.expired and c.running() and c.reachable_now():
                     c._renew()
 
