@@ -85,9 +85,7 @@ class SimCluster:
         lg.setLevel(getattr(self, "_saved_level", logging.NOTSET))
         for n in self.nodes.values():
             if n.running and n.core is not None:
-                from logsim.disk import close_files
-
-                close_files(n.core)
+                n.disk.crash(n.core)
         self.loop.shutdown()
         if self._own_root:
             shutil.rmtree(self.data_root, ignore_errors=True)

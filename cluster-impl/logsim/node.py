@@ -29,7 +29,7 @@ from logbroker.offload import inline
 from logbroker.replication import attach
 from logbroker.server import BrokerServer
 
-from logsim import disk
+from logsim.disk import Disk
 from logsim.loop import Incarnation, SimLoop
 from logsim.zookeeper import ZkClient
 
@@ -70,6 +70,7 @@ class SimNode:
         self.core: BrokerCore | None = None
         self.server: BrokerServer | None = None
         self.log_lines: list[str] = []
+        self.disk = Disk()
 
     @property
     def running(self) -> bool:
@@ -116,11 +117,10 @@ class SimNode:
         self.cluster.loop.kill(self.inc)
         self.cluster.net.process_died(self.inc)
         if power_loss:
-            lost = disk.lose_unflushed(self.core, rng or random.Random(0))
-            if lost:
-                self.note(f"power loss: unflushed bytes lost {dict(sorted(lost.items()))}")
+            lost = self.disk.power_loss(self.core, rng or random.Random(0))
+            self.note(f"power loss: unflushed bytes lost {dict(sorted(lost.items()))}")
         else:
-            disk.close_files(self.core)
+            self.disk.crash(self.core)
         self.core = None
         self.server = None
 
