@@ -173,7 +173,7 @@ class SimLoop(asyncio.BaseEventLoop):
         exc = context.get("exception")
         line = f"{msg}: {exc!r}" if exc is not None else msg
         self.errors.append(line)
-        log.warning("sim loop: %s", line)
+        log.debug("sim loop: %s", line)
 
     def advance_to(self, t: float) -> None:
         """Run everything due up to simulated time `t`, then stop there."""
