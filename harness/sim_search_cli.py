@@ -44,9 +44,9 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
     Exit 1 when a failing run was found (its directory and replay command are printed), 0 when the
     budget ran out with every seed clean.
     """
-    from harness.provision.sim_search import search
     from harness.registry import build_test
     from harness.run import run_simulated
+    from harness.sim_search import search
     from kernel.spec import build_spec
 
     values: dict[str, Any] = {"provisioner": "sim", "nodes": nodes, "time_limit": time_limit, "rate": rate,
