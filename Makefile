@@ -40,7 +40,7 @@ image: venv
 
 check: venv
 	.venv/bin/ruff check kernel harness workloads nemesis results cluster-impl tests
-	.venv/bin/mypy kernel harness workloads nemesis results cluster-impl/logbroker
+	.venv/bin/mypy kernel harness workloads nemesis results cluster-impl/logbroker cluster-impl/logsim
 
 bench: bench-cluster bench-broker bench-cluster-impl bench-check bench-run bench-fuzz bench-detect
 

@@ -7,6 +7,7 @@ pool and the CLIs never import a concrete workload, DB adapter or checker: they 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 from harness.db.logbroker import LogbrokerDB, check_bugs, known_bugs
@@ -14,7 +15,7 @@ from harness.db.settings import BrokerSettings
 from harness.provision import PROVISIONERS, get_provisioner
 from kernel.errors import UsageError
 from kernel.nemesis import PlannedFault, PlanWorld
-from kernel.spec import RunSpec
+from kernel.spec import DEFAULT_NEMESIS, RunSpec
 from kernel.test import NemesisPackage, Test
 from nemesis import validate as validate_nemesis
 from nemesis.registry import families_needed
@@ -30,6 +31,12 @@ def preflight(spec: RunSpec) -> RunSpec:
     if spec.provisioner not in PROVISIONERS:
         raise UsageError(f"unknown provisioner {spec.provisioner!r}; choose one of: {', '.join(PROVISIONERS)}")
     validate_nemesis(list(spec.nemesis), provisioner=spec.provisioner)
+    if spec.provisioner == "sim":
+        from harness.provision.sim_nemesis import check_supported
+
+        check_supported(list(spec.nemesis))
+    elif spec.check_determinism:
+        raise UsageError("--check-determinism needs --provisioner sim (a container run cannot be repeated exactly)")
     check_bugs(spec.bugs)
     return spec
 
@@ -54,6 +61,10 @@ def _schedule(spec: RunSpec, settings: BrokerSettings, node_names: list[str]) ->
 
 
 def build_test(spec: RunSpec, *, spark_master: str | None = None, elle_cli: str | None = None) -> Test:
+    if spec.provisioner == "sim" and spec.nemesis == DEFAULT_NEMESIS:
+        from harness.provision.sim_nemesis import SUPPORTED
+
+        spec = replace(spec, nemesis=SUPPORTED)  # the default mix: every family the simulator acts out
     preflight(spec)
     opts: dict[str, object] = {"hosts": spec.hosts} if spec.provisioner == "ssh" else {}
     db = make_db(spec)

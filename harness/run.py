@@ -45,7 +45,55 @@ def _stderr(line: str) -> None:
     print(f"chaos: {line}", file=sys.stderr)
 
 
+def run_simulated(test: Test, say: Callable[[str], None] = _stderr, *, faults: list[Any] | None = None,
+                  check: bool = True, extra_meta: dict[str, Any] | None = None) -> RunOutcome:
+    """The same run inside the deterministic simulator (`harness/provision/sim.py`): the store, the
+    history, the check and the report as for containers; every phase on simulated time. `faults`:
+    a schedule to use instead of the seed's (a shrunk one, saved with `schedule_shrunk`)."""
+    import time
+
+    from harness.provision.sim import check_determinism, simulate
+    from kernel.node import node_names
+    from kernel.store import RunDir
+
+    spec = test.spec
+    with stop_signals():
+        rd = RunDir.create(spec)
+        try:
+            rd.write_meta(**(test.info or {}), **(extra_meta or {}), provisioner="sim")
+            if faults is None:
+                faults = test.nemesis.plan(node_names(spec.nodes))
+            rd.write_meta(schedule=[f.to_json() for f in faults], phase="simulate")
+            t0 = time.monotonic()
+            out = simulate(spec, test.workload, faults, rd.path, say)
+            rd.write_meta(recovered=out.recovered, drained=out.drained, worker_errors=out.worker_errors,
+                          ops=out.ops, sim_seconds=round(out.sim_seconds, 3),
+                          wall_seconds=round(time.monotonic() - t0, 3), sim_loop_errors=out.loop_errors[:20])
+            if spec.check_determinism:
+                rd.write_meta(phase="check-determinism")
+                check_determinism(spec, test.workload, faults, rd.history)
+                say(f"seed {spec.seed}: two simulations wrote the identical history")
+            rd.write_meta(complete=True, phase="check")
+            if not check:
+                rd.write_meta(phase="done")
+                return RunOutcome(rd.path, 0, "unchecked", [])
+            verdict = test.checker.check(rd.path)
+            rd.write_meta(phase="done")
+        except KeyboardInterrupt as e:
+            name = signal.Signals(signum_of(e)).name
+            rd.write_meta(complete=False, interrupted=name)
+            raise Interrupted(f"interrupted by {name}: history kept in {rd.path}", signum_of(e)) from None
+        except Exception as e:
+            rd.write_meta(complete=False, error=f"{type(e).__name__}: {e}")
+            raise
+    test.checker.print(verdict)
+    anomalies = sorted(getattr(verdict, "anomalies", {}) or {})
+    return RunOutcome(rd.path, verdict.exit_code, verdict.valid, anomalies, list(verdict.bad_error_types))
+
+
 def run(test: Test, *, progress: bool = True, say: Callable[[str], None] = _stderr) -> RunOutcome:
+    if test.spec.provisioner == "sim":
+        return run_simulated(test, say)
     logging.getLogger("kazoo").setLevel(logging.ERROR)  # its reconnect chatter during partitions is expected
     with stop_signals(), recording(test, say) as rec:
         try:

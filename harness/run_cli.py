@@ -145,6 +145,26 @@ def _side_by_side(title: tuple[str, str], a: list[str], b: list[str]) -> list[st
     return out
 
 
+def _replay_simulated(run_dir: Path, meta: dict[str, Any], spec: RunSpec) -> Any:
+    """A simulated run again — with its saved schedule when it was shrunk — and its history compared
+    with the original byte for byte (a difference is a bug in the simulator, exit 7)."""
+    from harness.provision.sim import Nondeterminism, first_difference
+    from harness.registry import build_test
+    from harness.run import run_simulated
+    from kernel.nemesis import PlannedFault
+
+    faults = [PlannedFault.from_json(f) for f in meta.get("schedule", [])] if meta.get("schedule_shrunk") else None
+    out = run_simulated(build_test(spec), faults=faults, extra_meta={"replay_of": str(run_dir),
+                                                                     "schedule_shrunk": faults is not None})
+    diff = first_difference(run_dir / "history.jsonl", out.run_dir / "history.jsonl")
+    if diff is not None:
+        line, a, b = diff
+        raise Nondeterminism(f"the replay's history differs from {run_dir}'s at line {line}:\n  original: {a}\n"
+                             f"  replay:   {b}")
+    click.echo(f"replay: history.jsonl is identical to the original's, byte for byte ({out.run_dir})", err=True)
+    return out
+
+
 @click.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--no-progress", is_flag=True)
@@ -156,7 +176,10 @@ def replay(run_dir: Path, no_progress: bool) -> int:
     meta = _load_run(run_dir)
     spec = RunSpec.from_json(meta["config"])
     before = _counts(run_dir)
-    out = do_run(build_test(spec), progress=not no_progress)
+    if spec.provisioner == "sim":
+        out = _replay_simulated(run_dir, meta, spec)
+    else:
+        out = do_run(build_test(spec), progress=not no_progress)
     after = _counts(out.run_dir) or {t: 0 for t in out.anomalies}
     new_meta = json.loads((out.run_dir / "test.json").read_text())
     a = _schedule_lines(meta.get("schedule", []), _hit(run_dir))

@@ -64,7 +64,7 @@ class RunSpec:
     sub_via: tuple[str, ...] = field(default=("assign",), metadata=_s(
         "How consumers get keys: assign, subscribe (the run's consumer group) or both (workers split by the seed).",
         choices=SUB_VIA))
-    provisioner: str = field(default="docker", metadata=_s("docker or ssh."))
+    provisioner: str = field(default="docker", metadata=_s("docker, ssh or sim (the deterministic simulator)."))
     hosts: str | None = field(default=None, metadata=_s("ssh provisioner: hosts file."))
     store: str = field(default="store", metadata=_s("Run store directory."))
     topic: str = field(default="chaos", metadata=_s("Topic the workload uses."))
@@ -72,6 +72,8 @@ class RunSpec:
         "Seconds to wait after healing for every partition to have a leader and full ISR.", lo=1, hi=3600))
     leave_running: bool = field(default=False, metadata=_s("Keep the cluster up afterwards.", flag="--leave-running"))
     cluster: str = field(default="chaos", metadata=_s("Cluster name (label chaos.cluster)."))
+    check_determinism: bool = field(default=False, metadata=_s(
+        "sim provisioner: run the seed twice; fail on the first differing history line.", flag="--check-determinism"))
     extra: dict[str, str] = field(default_factory=dict, metadata=_s("Extra broker settings (TOML table only)."))
 
     def to_json(self) -> dict[str, Any]:

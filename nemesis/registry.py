@@ -92,7 +92,7 @@ def validate(names: list[str], *, provisioner: str = "docker") -> None:
         if name not in known:
             raise UsageError(f"unknown nemesis {name!r}; known: {', '.join(known)}")
         fam = (split(name) or (name, None))[0]
-        if provisioner != "docker" and fam in NEEDS_IMAGE:
+        if provisioner not in ("docker", "sim") and fam in NEEDS_IMAGE:
             raise UsageError(f"nemesis {name!r} needs {NEEDS_IMAGE[fam]}, which the {provisioner!r} "
                              "provisioner's hosts do not have; use --provisioner docker")
 

@@ -21,6 +21,7 @@ import struct
 from typing import Any
 
 from logbroker.core.broker import BrokerCore, Reply
+from logbroker.net import TCP, Listener, Network
 from logbroker.protocol import internal
 from logbroker.protocol.apis import (
     API_VERSIONS_KEY,
@@ -62,19 +63,21 @@ class ProtocolViolation(Exception):
 
 
 class BrokerServer:
-    def __init__(self, core: BrokerCore) -> None:
+    def __init__(self, core: BrokerCore, net: Network = TCP) -> None:
+        """`net`: real sockets by default; the simulator hands in its model network."""
         self.core = core
-        self.server: asyncio.base_events.Server | None = None
+        self.net = net
+        self.server: Listener | None = None
         self._ticker: asyncio.Task[None] | None = None
-        self.connections: set[asyncio.StreamWriter] = set()
+        self.connections: set[Any] = set()
         self.handlers: set[asyncio.Task[Any]] = set()
         self.memory = RequestMemory(core.config.queued_max_request_bytes)
-        self.last_active: dict[asyncio.StreamWriter, float] = {}  # connections not serving a request
+        self.last_active: dict[Any, float] = {}  # connections not serving a request
         self._next_sweep = 0.0
 
     async def start(self) -> None:
         cfg = self.core.config
-        self.server = await asyncio.start_server(self._serve, cfg.host, cfg.port, reuse_address=True)
+        self.server = await self.net.listen(self._serve, cfg.host, cfg.port)
         self._ticker = asyncio.create_task(self._tick())
         log.info("broker %d listening on %s:%d", cfg.broker_id, cfg.host, cfg.port)
 
@@ -112,7 +115,7 @@ class BrokerServer:
         if self.server is not None:
             await self.server.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(self, reader: Any, writer: Any) -> None:
         peer = writer.get_extra_info("peername")
         self.connections.add(writer)
         me = asyncio.current_task()
@@ -152,7 +155,7 @@ class BrokerServer:
             self.last_active.pop(writer, None)
             writer.close()
 
-    async def _read_frame(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, size: int) -> bytes:
+    async def _read_frame(self, reader: Any, writer: Any, size: int) -> bytes:
         """The frame's bytes as they arrive; each chunk counts as activity for the idle timer."""
         try:
             if size <= CHUNK:
@@ -202,7 +205,17 @@ class BrokerServer:
                 return encode_response(api, 0, head.correlation_id, api_versions_body(int(Err.INVALID_REQUEST)))
             raise ProtocolViolation(f"undecodable {api.name} v{head.api_version}: {e!r}") from None
         host = f"/{peer[0]}" if isinstance(peer, tuple) and peer else ""  # Kafka's form, "/127.0.0.1"
-        reply: Reply = self.core.handle(head.api_key, head.api_version, request, client_host=host)
+        answered = await self.answer(head.api_key, head.api_version, request, host)
+        if answered is None:
+            return None
+        version, body = answered
+        return encode_response(api, version, head.correlation_id, body)
+
+    async def answer(self, api_key: int, version: int, request: Any, client_host: str = "") -> tuple[int, Any] | None:
+        """A decoded request's (response version, body), once it is complete (a produce waiting for
+        its ISR, a fetch's long-poll); None when nothing is answered (acks=0). The socket path above
+        decodes and encodes around it; the simulator's client calls it with decoded requests."""
+        reply: Reply = self.core.handle(api_key, version, request, client_host=client_host)
         if reply.deferred is not None:
             fut: asyncio.Future[tuple[int, Any]] = asyncio.get_running_loop().create_future()
 
@@ -213,8 +226,7 @@ class BrokerServer:
             reply.deferred.on_done(done)
             if reply.deferred.done:  # completed before we attached
                 fut.set_result((reply.deferred.version, reply.deferred.complete(False)))
-            version, body = await fut
-            return encode_response(api, version, head.correlation_id, body)
+            return await fut
         if reply.body is None:
             return None
-        return encode_response(api, reply.version, head.correlation_id, reply.body)
+        return reply.version, reply.body

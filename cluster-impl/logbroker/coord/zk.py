@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
@@ -29,8 +30,10 @@ log = logging.getLogger(__name__)
 
 
 class ZkStore:
-    def __init__(self, hosts: str, session_timeout_ms: int) -> None:
-        self.zk = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000.0)
+    def __init__(self, hosts: str, session_timeout_ms: int, client: Any = None) -> None:
+        """`client`: a kazoo-compatible client to use instead of a `KazooClient` on `hosts` (the
+        simulator's ZooKeeper model hands in its own, so this very code runs there too)."""
+        self.zk = client if client is not None else KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000.0)
         self.session_listeners: list[Callable[[str], None]] = []
         self.zk.add_listener(self._on_state)
 

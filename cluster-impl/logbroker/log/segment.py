@@ -25,6 +25,10 @@ class Segment:
     log_path: Path
     index_path: Path
     size: int = 0
+    #: bytes of the log file this process's last fsync covered, and the smallest size the file had
+    #: since it was opened (what the simulator's disk model needs to know what a power loss keeps)
+    durable: int = 0
+    low: int = 0
     bases: list[int] = field(default_factory=list)
     lasts: list[int] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
@@ -61,7 +65,8 @@ class Segment:
         if cut:
             os.ftruncate(self._fd, pos)
             os.fsync(self._fd)
-        self.size = pos
+        self.size = self.low = pos
+        self.durable = pos if cut else 0  # recovery fsyncs only when it cut a torn tail
         self._rewrite_index()
         return cut, headers
 
@@ -110,6 +115,8 @@ class Segment:
         os.ftruncate(self._fd, pos)
         os.ftruncate(self._idx_fd, i * _IDX.size)
         self.size = pos
+        self.durable = min(self.durable, pos)
+        self.low = min(self.low, pos)
 
     def read_all(self) -> bytes:
         return os.pread(self._fd, self.size, 0)
@@ -117,6 +124,7 @@ class Segment:
     def flush(self) -> None:
         os.fsync(self._fd)
         os.fsync(self._idx_fd)
+        self.durable = self.size
 
     @property
     def next_offset(self) -> int:

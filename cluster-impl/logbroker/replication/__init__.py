@@ -14,10 +14,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from logbroker.coord.store import ClusterStore
     from logbroker.core.broker import BrokerCore
+    from logbroker.net import Network
     from logbroker.offload import Offload
 
 
-def attach(core: BrokerCore, store: ClusterStore, offload: Offload) -> None:
+def attach(core: BrokerCore, store: ClusterStore, offload: Offload, net: Network | None = None) -> None:
+    """`net`: real sockets unless the simulator hands in its model network."""
+    from logbroker.net import TCP
     from logbroker.replication.manager import ReplicaManager
 
-    core.replication = ReplicaManager(core, store, offload)
+    core.replication = ReplicaManager(core, store, offload, net or TCP)

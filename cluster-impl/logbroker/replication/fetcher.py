@@ -22,6 +22,7 @@ from typing import Any
 from logbroker.core.broker import BrokerCore
 from logbroker.core.partition import Partition, Role, TopicPartition
 from logbroker.log.batch import CorruptBatch
+from logbroker.net import TCP, Network
 from logbroker.protocol.errors import Err
 from logbroker.replication.fetch_state import FetcherState, FetchPlan, Key
 from logbroker.replication.rpc import PeerConnection
@@ -59,8 +60,10 @@ def fetch_request(s: FetcherSettings, plan: FetchPlan) -> dict[str, Any]:
 
 
 class ReplicaFetcher:
-    def __init__(self, leader: int, core: BrokerCore, endpoint: Endpoint, settings: FetcherSettings) -> None:
+    def __init__(self, leader: int, core: BrokerCore, endpoint: Endpoint, settings: FetcherSettings,
+                 net: Network = TCP) -> None:
         self.leader = leader
+        self.net = net
         self.core = core
         self.endpoint = endpoint
         self.settings = settings
@@ -107,7 +110,7 @@ class ReplicaFetcher:
         if c is None or (c.host, c.port) != ep:
             if c is not None:
                 c.close()
-            c = self._conns[purpose] = PeerConnection(*ep)
+            c = self._conns[purpose] = PeerConnection(*ep, self.net)
         return c
 
     def _partition(self, key: Key, epoch: int) -> Partition | None:
@@ -240,8 +243,8 @@ class ReplicaFetcher:
 class FetcherPool:
     """Which fetcher follows which partition: at most one per partition, one per leader broker."""
 
-    def __init__(self, core: BrokerCore, endpoint: Endpoint, settings: FetcherSettings) -> None:
-        self.core, self.endpoint, self.settings = core, endpoint, settings
+    def __init__(self, core: BrokerCore, endpoint: Endpoint, settings: FetcherSettings, net: Network = TCP) -> None:
+        self.core, self.endpoint, self.settings, self.net = core, endpoint, settings, net
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.leader_of: dict[TopicPartition, int] = {}
 
@@ -249,7 +252,7 @@ class FetcherPool:
         self.unfollow(p.tp)
         f = self.fetchers.get(leader)
         if f is None:
-            f = self.fetchers[leader] = ReplicaFetcher(leader, self.core, self.endpoint, self.settings)
+            f = self.fetchers[leader] = ReplicaFetcher(leader, self.core, self.endpoint, self.settings, self.net)
             f.start()
         f.add(p, epoch)
         self.leader_of[p.tp] = leader

@@ -37,6 +37,7 @@ from logbroker.core.broker import BrokerCore, Reply
 from logbroker.core.metadata import BrokerEndpoint, PartitionMeta
 from logbroker.core.partition import Partition, Role, TopicPartition
 from logbroker.core.topic_admin import AlterBody
+from logbroker.net import TCP, Network
 from logbroker.offload import Offload
 from logbroker.protocol.errors import Err
 from logbroker.replication import decisions as rules
@@ -66,17 +67,18 @@ def local_view(p: Partition) -> Local:
 
 
 class ReplicaManager:
-    def __init__(self, core: BrokerCore, store: ClusterStore, offload: Offload) -> None:
+    def __init__(self, core: BrokerCore, store: ClusterStore, offload: Offload, net: Network = TCP) -> None:
         """`store`: the coordination service (the entry point builds `ZkStore`); `offload`: how blocking
-        calls run (`offload.in_worker_thread` in a real broker)."""
+        calls run (`offload.in_worker_thread` in a real broker); `net`: how peers are reached (real
+        sockets, or the simulator's model network)."""
         self.core = core
         self.cfg = core.config
         self.bid = core.config.broker_id
         self.bugs = core.config.bugs
         self.zk = store
         self.offload = offload
-        self.control = Peers()
-        self.fetch_peers = Peers()
+        self.control = Peers(net)
+        self.fetch_peers = Peers(net)
         cfg = core.config
         self.controller = Controller(self.bid, self.zk, self._send, ControllerSettings(
             unclean_leader_election=cfg.unclean_leader_election,
@@ -87,7 +89,7 @@ class ReplicaManager:
         self.broker_epoch = -1
         self.state = ReplicaState(self.bid, frozenset(self.bugs))
         self.fetchers = FetcherPool(core, self._endpoint, FetcherSettings(
-            self.bid, wait_ms=cfg.replica_fetch_wait_max_ms, truncate_to_hw=Bug.TRUNCATE_TO_HW in self.bugs))
+            self.bid, wait_ms=cfg.replica_fetch_wait_max_ms, truncate_to_hw=Bug.TRUNCATE_TO_HW in self.bugs), net)
         self.tasks: list[asyncio.Task[None]] = []
         self.stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -18,6 +18,7 @@ from typing import Any
 
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 
+from logbroker.net import TCP, Network, Reader, Writer
 from logbroker.protocol import internal
 from logbroker.protocol.apis import make_message
 
@@ -25,15 +26,16 @@ FETCH_VERSION = 11
 
 
 class PeerConnection:
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, net: Network = TCP) -> None:
         self.host, self.port = host, port
-        self._rw: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self.net = net
+        self._rw: tuple[Reader, Writer] | None = None
         self._lock = asyncio.Lock()
         self._corr = itertools.count(1)
 
-    async def _conn(self, timeout: float) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    async def _conn(self, timeout: float) -> tuple[Reader, Writer]:
         if self._rw is None:
-            self._rw = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), timeout)
+            self._rw = await asyncio.wait_for(self.net.connect(self.host, self.port), timeout)
         return self._rw
 
     def close(self) -> None:
@@ -89,7 +91,8 @@ class PeerConnection:
 class Peers:
     """Connections to other brokers, by broker id, for one purpose (control or fetch)."""
 
-    def __init__(self) -> None:
+    def __init__(self, net: Network = TCP) -> None:
+        self.net = net
         self.endpoints: dict[int, tuple[str, int]] = {}
         self._conns: dict[int, PeerConnection] = {}
 
@@ -103,7 +106,7 @@ class Peers:
     def get(self, bid: int) -> PeerConnection:
         if bid not in self._conns:
             host, port = self.endpoints[bid]
-            self._conns[bid] = PeerConnection(host, port)
+            self._conns[bid] = PeerConnection(host, port, self.net)
         return self._conns[bid]
 
     def close(self) -> None:

@@ -1,0 +1,187 @@
+"""`SimLoop`: a deterministic asyncio event loop with virtual time — the scheduler model.
+
+Model:
+- Time is virtual. When no callback is ready, the clock jumps to the earliest timer; nothing ever
+  sleeps for real, and a simulated minute costs only the work done in it.
+- Order is a function of the seed. Ready callbacks run first-in first-out (asyncio's promise,
+  which the broker's code relies on); timers that fall due together are ordered by a seeded
+  sub-microsecond jitter added when they are set, so different seeds explore different
+  interleavings and one seed always the same one.
+- Every callback belongs to the node incarnation whose context it was scheduled from (`NODE`, a
+  context variable that tasks inherit). A *paused* incarnation's callbacks and timers are held, in
+  order, and released when it resumes — its tasks wake with the view they had (SIGSTOP/SIGCONT).
+  A *dead* incarnation's callbacks are dropped and never run again (SIGKILL: no `finally`, no
+  cleanup, nothing more written).
+- No threads, no sockets, no selector: `call_soon_threadsafe` is `call_soon`. If nothing is ready
+  and no timer is set while the caller still waits, every task is blocked for good: `Deadlock`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import heapq
+import logging
+import random
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: the node incarnation the running code belongs to (None: the harness, clients, the network)
+NODE: contextvars.ContextVar[Incarnation | None] = contextvars.ContextVar("logsim_node", default=None)
+
+
+class Deadlock(RuntimeError):
+    """Every task waits and no timer will ever wake one."""
+
+
+@dataclass(eq=False)
+class Incarnation:
+    """One life of a node's process, from start to kill: what its callbacks are tied to."""
+
+    node: str
+    number: int
+    paused: bool = False
+    dead: bool = False
+    held: list[asyncio.Handle] = field(default_factory=list)
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    def context(self) -> contextvars.Context:
+        ctx = contextvars.copy_context()
+        ctx.run(NODE.set, self)
+        return ctx
+
+
+class SimLoop(asyncio.BaseEventLoop):
+    def __init__(self, seed: int) -> None:
+        super().__init__()
+        self._now = 0.0
+        self._jitter = random.Random(f"logsim/loop/{seed}")
+        self.callbacks_run = 0
+        self.set_exception_handler(self._on_exception)
+        self.errors: list[str] = []
+        self.draining = False  # shutting down: every task runs to its end, dead or paused
+
+    # --- the clock -------------------------------------------------------------------------------
+    def time(self) -> float:
+        return self._now
+
+    def call_at(self, when: float, callback: Callable[..., object], *args: Any,  # type: ignore[override]
+                context: contextvars.Context | None = None) -> asyncio.TimerHandle:
+        return super().call_at(when + self._jitter.random() * 1e-7, callback, *args, context=context)
+
+    # --- no I/O, no threads ----------------------------------------------------------------------
+    def _write_to_self(self) -> None:
+        return None
+
+    def _process_events(self, event_list: Any) -> None:
+        return None
+
+    def call_soon_threadsafe(self, callback: Callable[..., object], *args: Any,  # type: ignore[override]
+                             context: contextvars.Context | None = None) -> asyncio.Handle:
+        return self.call_soon(callback, *args, context=context)
+
+    # --- one turn --------------------------------------------------------------------------------
+    def _run_once(self) -> None:
+        sched: list[asyncio.TimerHandle] = self._scheduled  # type: ignore[attr-defined]
+        ready = self._ready  # type: ignore[attr-defined]
+        while sched and sched[0].cancelled():
+            heapq.heappop(sched)._scheduled = False  # type: ignore[attr-defined]
+            self._timer_cancelled_count -= 1  # type: ignore[attr-defined]
+        if not ready:
+            if not sched:
+                if self._stopping:  # type: ignore[attr-defined]
+                    return
+                raise Deadlock(f"every task is blocked at t={self._now:.3f} s and no timer is set")
+            self._now = max(self._now, sched[0].when())
+        while sched and sched[0].when() <= self._now:
+            h = heapq.heappop(sched)
+            h._scheduled = False  # type: ignore[attr-defined]
+            if h.cancelled():
+                self._timer_cancelled_count -= 1  # type: ignore[attr-defined]
+                continue
+            ready.append(h)
+        for _ in range(len(ready)):
+            h = ready.popleft()
+            if h._cancelled:  # type: ignore[attr-defined]
+                continue
+            ctx = h._context  # type: ignore[attr-defined]
+            inc = ctx.get(NODE) if ctx is not None else None
+            if inc is not None and not self.draining:
+                if inc.dead:
+                    continue
+                if inc.paused:
+                    inc.held.append(h)
+                    continue
+            self.callbacks_run += 1
+            h._run()  # type: ignore[attr-defined]
+
+    # --- nodes -----------------------------------------------------------------------------------
+    def spawn(self, inc: Incarnation | None, coro: Coroutine[Any, Any, T], name: str | None = None) -> asyncio.Task[T]:
+        """A task that belongs to `inc` (None: to no node)."""
+        ctx = inc.context() if inc is not None else contextvars.copy_context()
+        if inc is None:
+            ctx.run(NODE.set, None)
+        task = self.create_task(coro, name=name, context=ctx)
+        if inc is not None:
+            inc.tasks.add(task)
+            task.add_done_callback(inc.tasks.discard)
+        return task
+
+    def call_in(self, inc: Incarnation | None, delay: float, fn: Callable[..., object], *args: Any) -> None:
+        """`fn(*args)` after `delay` simulated seconds, as part of `inc` (held while it is paused)."""
+        ctx = inc.context() if inc is not None else None
+        if delay <= 0:
+            self.call_soon(fn, *args, context=ctx)
+        else:
+            self.call_later(delay, fn, *args, context=ctx)
+
+    def pause(self, inc: Incarnation) -> None:
+        inc.paused = True
+
+    def resume(self, inc: Incarnation) -> None:
+        if not inc.paused:
+            return
+        inc.paused = False
+        held, inc.held = inc.held, []
+        self._ready.extend(held)  # type: ignore[attr-defined]
+
+    def kill(self, inc: Incarnation) -> None:
+        """The incarnation's callbacks never run again; its pending tasks are left unfinished."""
+        inc.dead = True
+        inc.held.clear()
+        for t in inc.tasks:
+            t._log_destroy_pending = False  # type: ignore[attr-defined]
+        inc.tasks.clear()
+
+    def shutdown(self) -> None:
+        """Cancel every task and let each finish (the `finally` blocks of dead nodes' tasks too, so
+        nothing is left to be collected half-run), then close the loop."""
+        self.draining = True
+        tasks = [t for t in asyncio.all_tasks(self) if not t.done()]
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            self.run_until_complete(asyncio.wait(tasks, timeout=60))
+        self.close()
+
+    def _on_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        msg = str(context.get("message", ""))
+        exc = context.get("exception")
+        line = f"{msg}: {exc!r}" if exc is not None else msg
+        self.errors.append(line)
+        log.debug("sim loop: %s", line)
+
+    def advance_to(self, t: float) -> None:
+        """Run everything due up to simulated time `t`, then stop there."""
+        done: asyncio.Future[None] = self.create_future()
+
+        def arrive() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        self.call_at(t, arrive)
+        self.run_until_complete(done)

@@ -1,0 +1,284 @@
+"""`SimNetwork`: the network model — per-link seeded delay, drops and partitions as grudges.
+
+Model:
+- Hosts are node names plus `control` (where the clients and the harness live, as in Jepsen: a
+  partition never cuts the control host off, only nodes from each other).
+- A connection is two ordered byte pipes (TCP keeps order within a connection). Each write is one
+  packet, delivered after the link's delay: a seeded base per link plus a seeded exponential tail,
+  never before the previous packet of the same pipe. Packets of different connections reorder.
+- A grudge says which host drops what from which (`dst` drops packets from `src`), as the iptables
+  nemesis does; grudges stack (overlapping faults) and lift one by one. A packet dropped on a pipe
+  breaks that pipe for good (the stream cannot skip bytes): the reader waits until its timeout. A
+  `flaky` grudge drops a seeded share of packets instead of all. Connecting across a grudge hangs
+  (the SYN is dropped) until the caller's timeout.
+- A connection to a port nobody listens on (a killed broker) is refused after one delay. When a
+  node's process dies its connections are closed by its kernel: peers read end-of-stream.
+- Deliveries to a node belong to that node's incarnation: held while it is paused, dropped once it
+  is dead (`loop.py`).
+
+`HostNetwork` is one host's view, the `logbroker.net.Network` a broker is handed. Besides byte
+streams the model carries *decoded* requests (`request`): the simulated client's calls to a
+broker's `answer`, with the same delays, partitions, pauses and deaths, but no encoding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from logsim.loop import NODE, Incarnation, SimLoop
+
+CONTROL = "control"
+BASE_DELAY_S = (0.0002, 0.001)  # a link's fixed part, seeded per link
+TAIL_S = 0.0005  # mean of the exponential part
+
+
+class Pipe:
+    """One direction of a connection: packets in order, to a reader on the far side."""
+
+    def __init__(self, net: SimNetwork, src: str, dst: str) -> None:
+        self.net, self.src, self.dst = net, src, dst
+        self.buf = bytearray()
+        self.eof = False
+        self.broken = False
+        self.last_at = 0.0
+        self.waiter: asyncio.Future[None] | None = None
+        self.dst_inc: Incarnation | None = None  # the receiving incarnation (None: control host)
+
+    def send(self, data: bytes | None) -> None:
+        """Queue `data` (None: end of stream) for delivery."""
+        if self.broken:
+            return
+        if data is not None and self.net.dropped(self.src, self.dst):
+            self.broken = True
+            return
+        at = max(self.net.loop.time() + self.net.delay(self.src, self.dst), self.last_at)
+        self.last_at = at
+        self.net.loop.call_in(self.dst_inc, at - self.net.loop.time(), self._arrive, data)
+
+    def _arrive(self, data: bytes | None) -> None:
+        if data is None:
+            self.eof = True
+        else:
+            self.buf += data
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    def close_now(self) -> None:
+        """The local end goes away: a pending read ends at once."""
+        self.eof = True
+        self._wake()
+
+    async def readexactly(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            if self.eof:
+                partial = bytes(self.buf)
+                self.buf.clear()
+                raise asyncio.IncompleteReadError(partial, n)
+            self.waiter = self.net.loop.create_future()
+            await self.waiter
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+
+class End:
+    """One side of a connection: reads from `inbound`, writes to `outbound` (asyncio's reader and
+    writer in one object)."""
+
+    def __init__(self, inbound: Pipe, outbound: Pipe, peer: tuple[str, int]) -> None:
+        self.inbound, self.outbound, self.peer = inbound, outbound, peer
+        self.closed = False
+
+    async def readexactly(self, n: int) -> bytes:
+        return await self.inbound.readexactly(n)
+
+    def write(self, data: bytes) -> None:
+        if not self.closed:
+            self.outbound.send(bytes(data))
+
+    async def drain(self) -> None:
+        if self.closed:
+            raise ConnectionResetError("connection closed")
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.outbound.send(None)
+            self.inbound.close_now()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self.peer if name == "peername" else default
+
+
+@dataclass
+class Listener:
+    net: SimNetwork
+    host: str
+    port: int
+    handler: Callable[[Any, Any], Coroutine[Any, Any, None]]
+    inc: Incarnation | None
+    answer: Callable[..., Awaitable[Any]] | None = None
+    ends: list[End] = field(default_factory=list)
+
+    def close(self) -> None:
+        if self.net.listeners.get((self.host, self.port)) is self:
+            del self.net.listeners[(self.host, self.port)]
+
+    async def wait_closed(self) -> None:
+        return None
+
+
+class SimNetwork:
+    def __init__(self, loop: SimLoop, seed: int) -> None:
+        self.loop = loop
+        self.seed = seed
+        self.listeners: dict[tuple[str, int], Listener] = {}
+        self.drops: Counter[tuple[str, str]] = Counter()  # (dst, src): dst drops packets from src
+        self.flaky: dict[tuple[str, str], list[float]] = {}
+        self._links: dict[tuple[str, str], tuple[float, random.Random]] = {}
+        self._ends: dict[Incarnation, list[End]] = {}
+        self._ports = 40000
+        self.packets = 0
+
+    # --- the links -------------------------------------------------------------------------------
+    def _link(self, src: str, dst: str) -> tuple[float, random.Random]:
+        got = self._links.get((src, dst))
+        if got is None:
+            r = random.Random(f"logsim/link/{self.seed}/{src}/{dst}")
+            got = self._links[(src, dst)] = (r.uniform(*BASE_DELAY_S), r)
+        return got
+
+    def delay(self, src: str, dst: str) -> float:
+        base, r = self._link(src, dst)
+        self.packets += 1
+        return base + r.expovariate(1 / TAIL_S)
+
+    def dropped(self, src: str, dst: str) -> bool:
+        if src == dst:
+            return False
+        if self.drops[(dst, src)] > 0:
+            return True
+        loss = self.flaky.get((dst, src))
+        return bool(loss) and self._link(src, dst)[1].random() < max(loss or [0.0])
+
+    def reachable(self, a: str, b: str) -> bool:
+        """Both directions fully open (a partition in either direction cuts a TCP conversation)."""
+        return not (self.drops[(a, b)] or self.drops[(b, a)])
+
+    def add_grudge(self, grudge: dict[str, list[str]], loss: float | None = None) -> None:
+        for dst, srcs in grudge.items():
+            for src in srcs:
+                if loss is None:
+                    self.drops[(dst, src)] += 1
+                else:
+                    self.flaky.setdefault((dst, src), []).append(loss)
+
+    def lift_grudge(self, grudge: dict[str, list[str]], loss: float | None = None) -> None:
+        for dst, srcs in grudge.items():
+            for src in srcs:
+                if loss is None:
+                    if self.drops[(dst, src)] > 0:
+                        self.drops[(dst, src)] -= 1
+                        if not self.drops[(dst, src)]:
+                            del self.drops[(dst, src)]
+                else:
+                    lst = self.flaky.get((dst, src), [])
+                    if loss in lst:
+                        lst.remove(loss)
+                    if not lst:
+                        self.flaky.pop((dst, src), None)
+
+    def heal(self) -> None:
+        self.drops.clear()
+        self.flaky.clear()
+
+    # --- hosts -----------------------------------------------------------------------------------
+    def host(self, name: str) -> HostNetwork:
+        return HostNetwork(self, name)
+
+    def listen(self, host: str, port: int, handler: Callable[[Any, Any], Coroutine[Any, Any, None]]) -> Listener:
+        lst = Listener(self, host, port, handler, NODE.get())
+        self.listeners[(host, port)] = lst
+        return lst
+
+    async def connect(self, src: str, host: str, port: int) -> tuple[End, End]:
+        me = NODE.get()
+        await asyncio.sleep(self.delay(src, host))
+        lst = self.listeners.get((host, port))
+        if lst is None or (lst.inc is not None and lst.inc.dead):
+            raise ConnectionRefusedError(f"{host}:{port}: connection refused")
+        if self.dropped(src, host) or self.dropped(host, src):
+            await self.loop.create_future()  # the SYN is lost: hang until the caller's timeout
+        self._ports += 1
+        up, down = Pipe(self, src, host), Pipe(self, host, src)
+        up.dst_inc, down.dst_inc = lst.inc, me
+        mine = End(down, up, (host, port))
+        theirs = End(up, down, (src, self._ports))
+        for inc, end in ((me, mine), (lst.inc, theirs)):
+            if inc is not None:
+                self._ends.setdefault(inc, []).append(end)
+        self.loop.spawn(lst.inc, lst.handler(theirs, theirs), name=f"conn {src}->{host}:{port}")
+        return mine, mine
+
+    def process_died(self, inc: Incarnation) -> None:
+        """Its kernel closes its sockets: every peer reads end-of-stream after one delay."""
+        for end in self._ends.pop(inc, []):
+            if not end.closed:
+                end.closed = True
+                end.outbound.send(None)
+        for key, lst in list(self.listeners.items()):
+            if lst.inc is inc:
+                del self.listeners[key]
+
+    # --- decoded requests (the simulated client) -------------------------------------------------
+    async def request(self, src: str, host: str, port: int, api_key: int, version: int, req: Any) -> Any:
+        """Send a decoded request to the broker listening at (host, port); its (version, body), or
+        None for an acks=0 produce. Raises ConnectionRefusedError when nobody listens; never returns
+        when a packet is lost (the caller's timeout decides)."""
+        lst = self.listeners.get((host, port))
+        if lst is None or lst.answer is None or (lst.inc is not None and lst.inc.dead):
+            await asyncio.sleep(self.delay(src, host))
+            raise ConnectionRefusedError(f"{host}:{port}: connection refused")
+        me = NODE.get()
+        fut: asyncio.Future[Any] = self.loop.create_future()
+        if self.dropped(src, host):
+            return await fut
+        answer = lst.answer
+
+        def reply(result: Any) -> None:
+            if not fut.done():
+                fut.set_result(result)
+
+        async def serve() -> None:
+            result = await answer(api_key, version, req, f"/{src}")
+            if not self.dropped(host, src):
+                self.loop.call_in(me, self.delay(host, src), reply, result)
+
+        def arrive() -> None:
+            if lst.inc is not None and lst.inc.dead:
+                return
+            self.loop.spawn(lst.inc, serve())
+
+        self.loop.call_in(lst.inc, self.delay(src, host), arrive)
+        return await fut
+
+
+class HostNetwork:
+    """One host's `logbroker.net.Network`."""
+
+    def __init__(self, net: SimNetwork, name: str) -> None:
+        self.net, self.name = net, name
+
+    async def listen(self, handler: Callable[[Any, Any], Coroutine[Any, Any, None]], host: str, port: int) -> Listener:
+        return self.net.listen(self.name, port, handler)
+
+    async def connect(self, host: str, port: int) -> tuple[End, End]:
+        return await self.net.connect(self.name, host, port)

@@ -1,0 +1,64 @@
+"""The queue workload's client on the simulator: the same invocations and completions as
+`workloads.queue.QueueClient` (librdkafka), played through `logsim.client.SimKafkaClient`.
+
+Outcomes follow the same rules: an op is `ok` only if every send was acknowledged, `fail` only if
+every send certainly failed, `info` otherwise; a poll is `ok` with what it read; anything the
+client cannot account for is `info` with the error, never `fail`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from logsim.client import SimKafkaClient
+
+from kernel.history import OpType
+from kernel.workload import Completion, Invocation
+
+POLL_TIMEOUT_S = 0.5
+DRAIN_POLL_TIMEOUT_S = 1.0
+
+
+class SimQueueClient:
+    def __init__(self, client: SimKafkaClient) -> None:
+        self.k = client
+        self.assigned: set[int] = set()
+        self.ends: dict[int, int] | None = None
+
+    async def invoke(self, op: Invocation) -> Completion:
+        try:
+            if op.f in ("assign", "subscribe"):
+                self.k.assign(list(op.value))
+                self.assigned = set(op.value)
+                return Completion(OpType.OK, op.value)
+            return await self._mops(op, bool(op.extra.get("final")))
+        except Exception as e:  # we do not know what happened: info, never fail
+            return Completion(OpType.INFO, op.value, {"error": f"{type(e).__name__}: {e}"})
+
+    async def _mops(self, op: Invocation, final: bool) -> Completion:
+        errors: list[str] = []
+        outcomes: list[str] = []
+        extra: dict[str, Any] = {}
+        sends = [(i, m) for i, m in enumerate(op.value) if m[0] == "send"]
+        got = await self.k.send_many([(m[1], m[2]) for _, m in sends])
+        results = dict(zip([i for i, _ in sends], got, strict=True))
+        out: list[list[Any]] = []
+        for i, m in enumerate(op.value):
+            if m[0] == "send":
+                typ, offset, err = results[i]
+                outcomes.append(typ)
+                if err:
+                    errors.append(err)
+                out.append(["send", m[1], [offset, m[2]]] if typ == "ok" else m)
+            else:
+                if final and self.ends is None:
+                    self.ends = await self.k.high_watermarks(sorted(self.assigned))
+                out.append(["poll", await self.k.poll(DRAIN_POLL_TIMEOUT_S if final else POLL_TIMEOUT_S)])
+                outcomes.append("ok")
+        if final and self.ends is not None:
+            extra["ends"] = {str(k): v for k, v in self.ends.items()}
+        if all(o == "ok" for o in outcomes):
+            return Completion(OpType.OK, out, extra)
+        if all(o == "fail" for o in outcomes):
+            return Completion(OpType.FAIL, op.value, {"error": "; ".join(errors)})
+        return Completion(OpType.INFO, op.value, {"error": "; ".join(errors)})

@@ -1,0 +1,84 @@
+"""A quick screen of a simulated run for the loss and divergence anomalies, in plain Python.
+
+`chaos sim-search` simulates seeds by the hundred; starting Spark for each would cost more than the
+simulation. The screen reads the history through the kernel's one reader and the replica dumps, and
+names what it finds, by the checks' names and definitions (`results/anomalies.py`), for the subset
+that says "data was lost or diverged": `lost-write`, `inconsistent-offsets`, `duplicate`,
+`unexpected`, and `unseen` (after a complete drain). A screened failure is then confirmed by the
+real check (Spark) on the saved run; the screen never decides a verdict on its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from kernel.history import OpType, read_ops, reads, writes
+
+
+def screen(run_dir: Path) -> dict[str, int]:
+    """anomaly name -> count (empty when the screen finds nothing)."""
+    acked: dict[tuple[int, int], int] = {}  # (key, offset) -> value, acknowledged sends
+    sent: set[int] = set()
+    seen: dict[tuple[int, int], set[int]] = defaultdict(set)  # (key, offset) -> values read
+    offsets_of: dict[int, set[tuple[int, int]]] = defaultdict(set)  # value -> (key, offset) observed
+    max_read: dict[int, int] = {}
+    read_values: set[int] = set()
+    drained = False
+    out: dict[str, int] = defaultdict(int)
+    for op in read_ops(run_dir / "history.jsonl"):
+        if not op.is_client:
+            continue
+        if op.type is OpType.INVOKE:
+            sent.update(w.value for w in writes(op))
+            continue
+        if op.final and op.type is OpType.OK:
+            drained = True
+        if op.type is OpType.OK:
+            for w in writes(op):
+                if w.offset is not None:
+                    if acked.setdefault((w.key, w.offset), w.value) != w.value:
+                        out["inconsistent-offsets"] += 1
+                    offsets_of[w.value].add((w.key, w.offset))
+            for r in reads(op):
+                seen[(r.key, r.offset)].add(r.value)
+                offsets_of[r.value].add((r.key, r.offset))
+                read_values.add(r.value)
+                max_read[r.key] = max(max_read.get(r.key, -1), r.offset)
+    for (key, offset), values in seen.items():
+        if len(values | ({acked[(key, offset)]} if (key, offset) in acked else set())) > 1:
+            out["inconsistent-offsets"] += 1
+        out["unexpected"] += len(values - sent)
+    for (key, offset), value in acked.items():
+        if value in read_values:
+            continue
+        if offset < max_read.get(key, -1):
+            out["lost-write"] += 1
+        elif drained:
+            out["unseen"] += 1
+    out["duplicate"] += sum(1 for places in offsets_of.values() if len(places) > 1)
+    out["inconsistent-offsets"] += _replica_divergence(run_dir, acked, seen)
+    return {k: v for k, v in sorted(out.items()) if v}
+
+
+def _replica_divergence(run_dir: Path, acked: dict[tuple[int, int], int],
+                        seen: dict[tuple[int, int], set[int]]) -> int:
+    """Committed replica records (below the replica's HW) that disagree with each other or the history."""
+    committed: dict[tuple[int, int], set[int]] = defaultdict(set)
+    for f in sorted((run_dir / "replicas").glob("*/*.jsonl")):
+        lines = f.read_text().splitlines()
+        if not lines:
+            continue
+        head = json.loads(lines[0])
+        key = int(head["partition"])
+        for line in lines[1:]:
+            rec = json.loads(line)
+            if int(rec["offset"]) < int(head["hw"]):
+                committed[(key, int(rec["offset"]))].add(int(rec["value"]))
+    bad = 0
+    for ko, values in committed.items():
+        known = values | seen.get(ko, set()) | ({acked[ko]} if ko in acked else set())
+        if len(known) > 1:
+            bad += 1
+    return bad

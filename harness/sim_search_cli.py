@@ -1,0 +1,76 @@
+"""`chaos sim-search`: hunt for a failing seed on the simulator, shrink it, save it as a run."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import click
+
+from kernel.errors import UsageError
+
+
+def parse_budget(text: str) -> float:
+    """"90s", "10m", "1h" or a number of seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if m is None:
+        raise UsageError(f"budget must be a duration such as 60s, 10m or 1h, not {text!r}")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+@click.command("sim-search")
+@click.option("--bug", "bugs", multiple=True, help="Turn on a broker bug switch (repeatable).")
+@click.option("--budget", default="10m", show_default=True, help="Wall time for the search (60s, 10m, 1h).")
+@click.option("--nemesis", default=None, help="Fault families, comma-separated (default: every one the simulator has).")
+@click.option("--nodes", type=click.IntRange(3, 9), default=3, show_default=True)
+@click.option("--time-limit", type=click.FloatRange(5, 3600), default=60.0, show_default=True,
+              help="Simulated seconds of workload per seed.")
+@click.option("--rate", type=click.FloatRange(0.1, 100_000), default=20.0, show_default=True,
+              help="Target ops/s over all workers (simulated time).")
+@click.option("--nemesis-interval", type=click.FloatRange(0.5, 3600), default=10.0, show_default=True)
+@click.option("--first-seed", type=click.IntRange(0, 2**62), default=1, show_default=True)
+@click.option("--max-seeds", type=click.IntRange(1, 10**9), default=None, help="Stop after this many seeds.")
+@click.option("--jobs", type=click.IntRange(1, 256), default=os.cpu_count() or 1, show_default=True,
+              help="Parallel simulator processes.")
+@click.option("--store", default="store", show_default=True)
+@click.option("--no-check", is_flag=True, help="Save the shrunk run without the Spark check and report.")
+def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: int, time_limit: float, rate: float,
+               nemesis_interval: float, first_seed: int, max_seeds: int | None, jobs: int, store: str,
+               no_check: bool) -> int:
+    """Simulate seeds in parallel until one loses or corrupts data; shrink its fault schedule; save the
+    smallest failing run in the store with its check and report.
+
+    Exit 1 when a failing run was found (its directory and replay command are printed), 0 when the
+    budget ran out with every seed clean.
+    """
+    from harness.registry import build_test
+    from harness.run import run_simulated
+    from harness.sim_search import search
+    from kernel.spec import build_spec
+
+    values: dict[str, Any] = {"provisioner": "sim", "nodes": nodes, "time_limit": time_limit, "rate": rate,
+                              "nemesis_interval": nemesis_interval, "bugs": list(bugs), "store": store,
+                              "name": "sim-search"}
+    if nemesis is not None:
+        values["nemesis"] = nemesis
+    base = build_test(build_spec(values)).spec  # every name checked; the sim's default mix filled in
+    say = lambda s: click.echo(f"sim-search: {s}", err=True)  # noqa: E731
+    out = search(base, first_seed=first_seed, budget_s=parse_budget(budget), jobs=jobs, say=say,
+                 max_seeds=max_seeds)
+    rate_h = out.seeds / out.wall_s * 3600 if out.wall_s else 0.0
+    say(f"{out.seeds} seeds ({out.sim_seconds:.0f} simulated s) in {out.wall_s:.1f} s: {rate_h:.0f} seeds/hour")
+    if out.found is None:
+        say("no failing seed within the budget")
+        return 0
+    say(f"seed {out.found.seed} failed after {out.time_to_detect_s:.1f} s: {out.found.anomalies}; "
+        f"schedule shrunk from {len(out.found.faults)} to {len(out.shrunk)} faults in {out.shrink_steps} steps")
+    spec = build_spec({"seed": out.found.seed}, base=base)
+    result = run_simulated(build_test(spec), say, faults=out.shrunk, check=not no_check,
+                           extra_meta={"schedule_shrunk": True, "search": {
+                               "seeds": out.seeds, "time_to_detect_s": round(out.time_to_detect_s or 0, 3),
+                               "screened": out.found.anomalies, "original_schedule": [
+                                   f.to_json() for f in out.found.faults]}})
+    say(f"saved: {result.run_dir}")
+    say(f"reproduce with: chaos replay {result.run_dir}")
+    return 1
