@@ -2,8 +2,8 @@
 
 Mapping (DESIGN.md): a send is an append of its value to the key's list; a poll that read a key
 starting at offset 0 is a read of that key's list prefix (one read transaction per key); polls that
-started elsewhere say nothing about the whole list and are dropped from the reads. elle-cli's JSON input is one JSON array of op
-maps with keys `index`, `type`, `process`, `f`, `value`, micro-ops `["append", k, v]` and
+started elsewhere say nothing about the whole list and are dropped from the reads. elle-cli's JSON
+input is one JSON array of op maps with keys `index`, `type`, `process`, `f`, `value`, micro-ops `["append", k, v]` and
 `["r", k, [v...]]` (keys `:index` etc. in its EDN form). A poll returns a prefix bounded by batch
 size, not necessarily the whole list at that instant, so we ask for `serializable` only.
 
