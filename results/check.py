@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from kernel.checker import describe
-from kernel.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, EnvironmentProblem, HistoryError, UsageError
+from kernel.errors import (
+    EXIT_INVALID,
+    EXIT_UNKNOWN,
+    EXIT_VALID,
+    ChaosError,
+    EnvironmentProblem,
+    HistoryError,
+    UsageError,
+)
 from kernel.history import HistoryScan, scan
 
 log = logging.getLogger(__name__)
@@ -144,27 +152,46 @@ def _check_writable(dest: Path) -> None:
         raise EnvironmentProblem(f"cannot write into {dest} (read-only?); check with --out DIR to write elsewhere")
 
 
+def sub_via(test_json: dict[str, Any] | None) -> list[str]:
+    """How the run's consumers were given keys (test.json `sub_via`; absent: assign)."""
+    cfg = (test_json or {}).get("config", test_json or {})
+    got = cfg.get("sub_via") if isinstance(cfg, dict) else None
+    if isinstance(got, str):
+        got = [x for x in got.split(",") if x]
+    return [str(x) for x in got] if isinstance(got, list) and got else ["assign"]
+
+
 def bad_types(test_json: dict[str, Any] | None, *, drained: bool = True) -> list[str]:
     """Which anomalies invalidate this run. Non-idempotent producers may duplicate on retry, and
     `unseen` means something only when a final drain read everything (Jepsen judges it the same way):
-    without one — a crashed run, a history from elsewhere — it is reported but not bad."""
+    without one — a crashed run, a history from elsewhere — it is reported but not bad. Consumers that
+    subscribe may be rebalanced between polls, which rewinds or skips (Jepsen's allowed-error-types):
+    then `poll-skip` and `nonmonotonic-poll` are reported but not bad."""
     bad = list(ALWAYS_BAD)
     if not drained:
         bad.remove("unseen")
     cfg = (test_json or {}).get("config", test_json or {})
     if test_json is not None and cfg.get("idempotence") is False:
         bad.remove("duplicate")
+    if "subscribe" in sub_via(test_json):
+        bad.remove("poll-skip")
+        bad.remove("nonmonotonic-poll")
     return bad
+
+
+PER_KEY = "unseen/per-key"
 
 
 def _as_rows(name: str, df: Any) -> Any:
     from pyspark.sql import functions as F
 
-    return df.select(F.lit(name).alias("type"), F.to_json(F.struct(*df.columns)).alias("ex"))
+    cols = [c for c in df.columns if c != "run"]
+    return df.select("run", F.lit(name).alias("type"), F.to_json(F.struct(*cols)).alias("ex"))
 
 
-def _collect(parts: list[Any]) -> dict[str, dict[str, Any]]:
-    """One Spark job for every checker: union their rows, count and sample per type."""
+def _collect(parts: list[Any]) -> dict[int, dict[str, dict[str, Any]]]:
+    """One Spark action for every checker of every run: union their rows, count and sample per
+    (run, type). `unseen/per-key` rows are kept whole (one per key)."""
     from functools import reduce
 
     from pyspark.sql import functions as F
@@ -172,17 +199,25 @@ def _collect(parts: list[Any]) -> dict[str, dict[str, Any]]:
     if not parts:
         return {}
     union = reduce(lambda a, b: a.unionByName(b), parts)
+    every = F.collect_list("ex")
     rows = (
-        union.groupBy("type")
-        .agg(F.count("*").alias("n"), F.slice(F.collect_list("ex"), 1, EXAMPLES).alias("ex"))
+        union.groupBy("run", "type")
+        .agg(F.count("*").alias("n"),
+             F.when(F.col("type") == PER_KEY, every).otherwise(F.slice(every, 1, EXAMPLES)).alias("ex"))
         .collect()
     )
-    return {r["type"]: {"count": int(r["n"]), "examples": [json.loads(x) for x in r["ex"]]} for r in rows}
+    out: dict[int, dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault(int(r["run"]), {})[r["type"]] = {
+            "count": int(r["n"]), "examples": [json.loads(x) for x in r["ex"]]}
+    return out
 
 
-def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """All checkers in one job; if that job fails, one by one, so a crashing checker is named and
-    reported "unknown" while the others still count (STYLE.md 7: a crash is never a pass)."""
+def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[int, dict[str, dict[str, Any]]], list[str]]:
+    """All checkers of all runs in one job; if that job fails, one by one, so a crashing checker is
+    named and reported "unknown" while the others still count (STYLE.md 7: a crash is never a pass)."""
+    from pyspark.sql import functions as F
+
     from results import anomalies
 
     built: dict[str, Any] = {}
@@ -190,12 +225,13 @@ def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[str, dict[str, Any
     for name, fn in anomalies.CHECKERS.items():
         try:
             df = fn(fr)
+            if df is not None:
+                built[name] = _as_rows(name, df)
+                if name == "unseen":
+                    built[PER_KEY] = _as_rows(PER_KEY, df.groupBy("run", "key").agg(F.count("*").alias("count")))
         except Exception as e:
             crashed.append(name)
             warnings.append(f"checker {name} crashed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
-            continue
-        if df is not None:
-            built[name] = _as_rows(name, df)
     try:
         found = _collect(list(built.values()))
     except Exception:
@@ -203,12 +239,44 @@ def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[str, dict[str, Any
         found = {}
         for name, part in built.items():
             try:
-                found.update(_collect([part]))
+                for run, types in _collect([part]).items():
+                    found.setdefault(run, {}).update(types)
             except Exception as e:
-                crashed.append(name)
+                crashed.append(name.split("/")[0])
                 warnings.append(f"checker {name} crashed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
     order = list(anomalies.CHECKERS)
-    return {k: found[k] for k in sorted(found, key=order.index)}, crashed
+    out: dict[int, dict[str, dict[str, Any]]] = {}
+    for run, types in found.items():
+        per_key = types.pop(PER_KEY, None)
+        if per_key is not None and "unseen" in types:
+            types["unseen"]["per_key"] = {str(e["key"]): int(e["count"]) for e in per_key["examples"]}
+        out[run] = {k: types[k] for k in sorted(types, key=order.index)}
+    return out, sorted(set(crashed))
+
+
+@dataclass
+class _Run:
+    """One history of a batch, between its validation and its verdict."""
+
+    files: RunFiles
+    dest: Path | None
+    facts: HistoryScan
+    warnings: list[str]
+    incomplete: bool
+    timings: dict[str, float]
+
+
+def _prepare(path: Path, out: Path | None, write: bool) -> _Run:
+    t0 = time.perf_counter()
+    files = locate(path, out)
+    facts: HistoryScan = scan(files.history)
+    warnings = list(facts.warnings)
+    incomplete = facts.incomplete
+    if files.test_json is not None and files.test_json.get("complete") is False:
+        warnings.append("test.json says the run did not complete")
+        incomplete = True
+    return _Run(files, files.out if write else None, facts, warnings, incomplete,
+                {"validate": time.perf_counter() - t0})
 
 
 def check_run(
@@ -225,86 +293,126 @@ def check_run(
     The strict reader runs first, in Python, so a malformed line stops the check with a
     HistoryError (exit 2) before Spark starts, and Spark only ever parses well-formed lines.
     """
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    files = locate(path, out)
-    facts: HistoryScan = scan(files.history)
-    timings["validate"] = time.perf_counter() - t0
-    dest = files.out if write else None
-    warnings = list(facts.warnings)
-    incomplete = facts.incomplete
-    if files.test_json is not None and files.test_json.get("complete") is False:
-        warnings.append("test.json says the run did not complete")
-        incomplete = True
-    if facts.client_ops == 0:
-        reason = "the history has no client operations: nothing was tested, so nothing can be judged"
-        result = CheckResult("unknown", {}, [], [*warnings, reason], {"status": "skipped", "detail": reason},
-                             {}, dest, timings)
-        _write(result, dest)
-        return result
-    found, crashed, perf_summary, elle = _judge(files, dest, warnings, timings, spark_master, elle_cli, perf)
-    bad = bad_types(files.test_json, drained=facts.final_ops > 0 and not incomplete)
+    got = check_runs([path], spark_master=spark_master, elle_cli=elle_cli, write=write, perf=perf, out=out,
+                     keep_going=False)[0]
+    assert isinstance(got, CheckResult)
+    return got
+
+
+def check_runs(
+    paths: list[Path],
+    *,
+    spark_master: str | None = None,
+    elle_cli: str | None = None,
+    write: bool = True,
+    perf: bool = True,
+    out: Path | None = None,
+    keep_going: bool = True,
+) -> list[CheckResult | ChaosError]:
+    """Judge many histories as one Spark job (keyed by run), so the fixed costs are paid once.
+
+    Each path gets its own result (written to its own results.json) in the order given; with
+    `keep_going`, a path that cannot be judged (bad input, missing file) gets its error in its place
+    and the others are still checked. `out` is only meaningful for a single path.
+    """
+    if out is not None and len(paths) > 1:
+        raise UsageError("--out names one directory; check several runs without it")
+    prepared: list[_Run | ChaosError] = []
+    for p in paths:
+        try:
+            prepared.append(_prepare(p, out, write))
+        except ChaosError as e:
+            if not keep_going:
+                raise
+            prepared.append(e)
+    runs = [r for r in prepared if isinstance(r, _Run)]
+    judged = [r for r in runs if r.facts.client_ops > 0]
+    batch = _judge(judged, spark_master, elle_cli, perf) if judged else {}
+    results: list[CheckResult | ChaosError] = []
+    for r in prepared:
+        if isinstance(r, ChaosError):
+            results.append(r)
+            continue
+        if r.facts.client_ops == 0:
+            reason = "the history has no client operations: nothing was tested, so nothing can be judged"
+            result = CheckResult("unknown", {}, [], [*r.warnings, reason], {"status": "skipped", "detail": reason},
+                                 {}, r.dest, _rounded(r.timings))
+        else:
+            result = _verdict(r, *batch[id(r)])
+        _write(result, r.dest)
+        results.append(result)
+    return results
+
+
+def _rounded(timings: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 3) for k, v in timings.items()}
+
+
+def _verdict(r: _Run, found: dict[str, dict[str, Any]], crashed: list[str], perf_summary: dict[str, Any],
+             elle: dict[str, Any]) -> CheckResult:
+    bad = bad_types(r.files.test_json, drained=r.facts.final_ops > 0 and not r.incomplete)
+    warnings = list(r.warnings)
     if "unseen" in found and "unseen" not in bad:
         warnings.append("unseen values are not judged: the history has no complete final drain")
     bad_found = sorted(t for t in found if t in bad)
     if bad_found or elle["status"] == "invalid":
         valid: bool | str = False
-    elif incomplete or crashed or elle["status"] == "unknown":
+    elif r.incomplete or crashed or elle["status"] == "unknown":
         valid = "unknown"
     else:
         valid = True
-    timings = {k: round(v, 3) for k, v in timings.items()}
-    result = CheckResult(valid, found, bad_found, warnings, elle, perf_summary, dest, timings)
-    _write(result, dest)
-    return result
+    return CheckResult(valid, found, bad_found, warnings, elle, perf_summary, r.dest, _rounded(r.timings))
 
 
 def _judge(
-    files: RunFiles,
-    dest: Path | None,
-    warnings: list[str],
-    timings: dict[str, float],
-    spark_master: str | None,
-    elle_cli: str | None,
-    perf: bool,
-) -> tuple[dict[str, dict[str, Any]], list[str], dict[str, Any], dict[str, Any]]:
-    import tempfile
-
-    from results import anomalies
-    from results.elle import run_elle
+    runs: list[_Run], spark_master: str | None, elle_cli: str | None, perf: bool
+) -> dict[int, tuple[dict[str, dict[str, Any]], list[str], dict[str, Any], dict[str, Any]]]:
+    """The Spark job (and the elle-cli batch) for every run: per run, (anomalies, crashed checkers,
+    perf summary, elle section). Timings of the shared phases are the batch's, and say so."""
+    from results.elle import run_elle_batch
     from results.frames import load_frames
-    from results.perf import perf_facts
+    from results.perf import perf_facts, perf_table
     from results.spark import get_spark
 
+    shared: dict[str, float] = {}
     t0 = time.perf_counter()
     spark = get_spark(spark_master)
-    timings["spark_session"] = time.perf_counter() - t0
+    shared["spark_session"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    fr = load_frames(spark, files.history, files.replicas)
-    found, crashed = _run_checkers(fr, warnings)
-    if "unseen" in found:
-        per_key: dict[str, int] = {}
-        for r in anomalies.unseen(fr).groupBy("key").count().collect():
-            per_key[str(r["key"])] = r["count"]
-        found["unseen"]["per_key"] = per_key
-    timings["checkers"] = time.perf_counter() - t0
+    fr = load_frames(spark, [r.files.history for r in runs], [r.files.replicas for r in runs])
+    job_warnings: list[str] = []
+    found, crashed = _run_checkers(fr, job_warnings)
+    shared["checkers"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    perf_summary: dict[str, Any] = {}
-    if perf and dest is not None:
+    perfs: dict[int, dict[str, Any]] = {}
+    wanted = [i for i, r in enumerate(runs) if perf and r.dest is not None]
+    if wanted:
         try:
-            perf_summary = perf_facts(fr, dest / "perf", files.test_json)
+            table = perf_table(fr)
+            by_run = dict(tuple(table.groupby("run"))) if len(table) else {}
+            for i in wanted:
+                r = runs[i]
+                rows = by_run.get(i, table.iloc[0:0])
+                try:
+                    assert r.dest is not None
+                    perfs[i] = perf_facts(rows, r.dest / "perf", r.files.test_json)
+                except Exception as e:
+                    r.warnings.append(f"performance facts failed: {type(e).__name__}: {e}")
         except Exception as e:
-            warnings.append(f"performance facts failed: {type(e).__name__}: {e}")
+            job_warnings.append(f"performance facts failed: {type(e).__name__}: {e}")
     fr.unpersist()
-    timings["perf"] = time.perf_counter() - t0
+    shared["perf"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    if dest is not None:
-        elle = run_elle(files.history, dest, elle_cli).to_json()
-    else:
-        with tempfile.TemporaryDirectory(prefix="chaos-elle-") as tmp:
-            elle = run_elle(files.history, Path(tmp), elle_cli).to_json()
-    timings["elle"] = time.perf_counter() - t0
-    return found, crashed, perf_summary, elle
+    elles = run_elle_batch([(r.files.history, r.dest) for r in runs], elle_cli)
+    shared["elle"] = time.perf_counter() - t0
+    out = {}
+    for i, r in enumerate(runs):
+        r.warnings.extend(job_warnings)
+        r.timings.update(shared)
+        if len(runs) > 1:
+            r.timings["runs_in_job"] = len(runs)
+        out[id(r)] = (found.get(i, {}), crashed, perfs.get(i, {}), elles[i].to_json())
+    return out
 
 
 def _write(result: CheckResult, dest: Path | None) -> None:
@@ -337,3 +445,28 @@ def print_verdict(result: CheckResult) -> None:
     console.print(
         f"[bold {colour}]{label}[/]" + (f" — results in {result.run_dir / 'results.json'}" if result.run_dir else "")
     )
+
+
+def print_summary(paths: list[Path], results: list[CheckResult | ChaosError]) -> int:
+    """One line per run (verdict, anomalies, where its results went) and the worst exit code."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(stderr=True)
+    worst = 0
+    counts: dict[str, int] = {}
+    for path, r in zip(paths, results, strict=True):
+        if isinstance(r, ChaosError):
+            label, code, detail = "ERROR", r.exit_code, str(r)
+        else:
+            label, code = describe(r.valid), r.exit_code
+            detail = ", ".join(r.bad_error_types or r.anomalies) or ""
+            if r.run_dir is not None:
+                detail = f"{detail} — {r.run_dir / 'results.json'}" if detail else str(r.run_dir / "results.json")
+        worst = max(worst, code)
+        counts[label] = counts.get(label, 0) + 1
+        colour = {"VALID": "green", "INVALID": "red"}.get(label, "yellow")
+        console.print(f"[bold {colour}]{label:8}[/] {escape(str(path))}  {escape(detail)}")
+    console.print(f"{len(results)} checked: " + ", ".join(f"{n} {k.lower()}" for k, n in sorted(counts.items()))
+                  + f"; exit {worst}")
+    return worst

@@ -1,14 +1,16 @@
 """elle-cli: export the history as a list-append history and, when elle-cli is installed, run it.
 
 Mapping (DESIGN.md): a send is an append of its value to the key's list; a poll that read a key
-starting at offset 0 is a read of that key's list prefix; polls that started elsewhere say nothing
-about the whole list and are dropped from the reads. elle-cli's JSON input is one JSON array of op
-maps with keys `index`, `type`, `process`, `f`, `value`, micro-ops `["append", k, v]` and
+starting at offset 0 is a read of that key's list prefix (one read transaction per key); polls that
+started elsewhere say nothing about the whole list and are dropped from the reads. elle-cli's JSON
+input is one JSON array of op maps with keys `index`, `type`, `process`, `f`, `value`, micro-ops `["append", k, v]` and
 `["r", k, [v...]]` (keys `:index` etc. in its EDN form). A poll returns a prefix bounded by batch
 size, not necessarily the whole list at that instant, so we ask for `serializable` only.
 
-elle-cli is a Java jar (github.com/ligurio/elle-cli); name it with `ELLE_CLI=/path/elle-cli.jar`
-(or a wrapper script) or `--elle-cli`. Without it this check is "unknown" (reported as skipped).
+elle-cli is a Java program (github.com/ligurio/elle-cli; a launcher or a jar); name it with
+`ELLE_CLI=/path/elle-cli` or `--elle-cli`. Without it this check is reported as skipped. Several
+histories go to one elle-cli process (`--verbose` prints one result map per file, in order), so
+the JVM's start is paid once per batch.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 import os
 import shlex
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,29 +54,37 @@ def _mops(op: Op) -> list[list[Any]]:
 def export_list_append(history: Path) -> list[dict[str, Any]]:
     """The history as elle-cli list-append ops: invoke/completion pairs, densely re-indexed.
 
-    Sends become appends (their invoke and completion carry the same append). A poll becomes a read
-    transaction only if it completed ok and read some key from offset 0; its invoke then carries the
-    same reads with `null` values, as elle expects. Nemesis, assign and subscribe ops are dropped;
-    an invoke that never completed becomes an `info` (indeterminate) append.
+    Sends become appends (their invoke and completion carry the same append). A poll becomes read
+    transactions only if it completed ok and read some key from offset 0: one per key so read, each
+    a pair of its own at the poll's completion (its invoke carries the read with `null`, as elle
+    expects). A poll is no snapshot: it returns a batch-bounded prefix of each key it reads, so two
+    keys read by one poll may be cut at different moments, and one transaction holding both would be
+    a false read skew (elle: `G-nonadjacent`). A `txn` op stays one transaction. Nemesis, assign and
+    subscribe ops are dropped; an invoke that never completed becomes an `info` (indeterminate) append.
     """
-    events: list[tuple[int, dict[str, Any]]] = []
+    events: list[tuple[int, int, dict[str, Any]]] = []
+
+    def pair(at_invoke: int, at_done: int, process: Any, typ: str, mops: list[list[Any]]) -> None:
+        invoked = [[m[0], m[1], None] if m[0] == "r" else m for m in mops]
+        events.append((at_invoke, len(events), {"type": "invoke", "f": "txn", "process": process, "value": invoked}))
+        events.append((at_done, len(events), {"type": typ, "f": "txn", "process": process, "value": mops}))
+
     for inv, done in pairs(read_ops(history)):
         if inv.f not in ("send", "poll", "txn"):
             continue
         if done is None:
             appends = [m for m in _mops(inv) if m[0] == "append"]
             if appends:
-                events.append((inv.index, {"type": "invoke", "f": "txn", "process": inv.process, "value": appends}))
-                events.append((2**62, {"type": "info", "f": "txn", "process": inv.process, "value": appends}))
+                pair(inv.index, 2**62, inv.process, "info", appends)
             continue
         mops = _mops(done) if done.type is OpType.OK else [m for m in _mops(inv) if m[0] == "append"]
-        if not mops:
-            continue
-        invoked = [[m[0], m[1], None] if m[0] == "r" else m for m in mops]
-        events.append((inv.index, {"type": "invoke", "f": "txn", "process": inv.process, "value": invoked}))
-        events.append((done.index, {"type": str(done.type), "f": "txn", "process": done.process, "value": mops}))
-    events.sort(key=lambda e: e[0])
-    return [{"index": n, **o} for n, (_, o) in enumerate(events)]
+        if inv.f == "poll":
+            for m in mops:
+                pair(done.index, done.index, done.process, str(done.type), [m])
+        elif mops:
+            pair(inv.index, done.index, done.process, str(done.type), mops)
+    events.sort(key=lambda e: (e[0], e[1]))
+    return [{"index": n, **o} for n, (_, _, o) in enumerate(events)]
 
 
 def write_export(history: Path, dest: Path) -> Path:
@@ -82,7 +93,8 @@ def write_export(history: Path, dest: Path) -> Path:
 
 
 def elle_command(explicit: str | None = None) -> list[str] | None:
-    target = explicit or os.environ.get("ELLE_CLI")
+    """The command that runs elle-cli: `explicit` (an empty string turns elle-cli off), else $ELLE_CLI."""
+    target = explicit if explicit is not None else os.environ.get("ELLE_CLI")
     if not target:
         return None
     if target.endswith(".jar"):
@@ -91,32 +103,74 @@ def elle_command(explicit: str | None = None) -> list[str] | None:
 
 
 def run_elle(history: Path, work_dir: Path, explicit: str | None = None) -> ElleResult:
+    """elle-cli's verdict on one history (its export is written into `work_dir`)."""
+    return run_elle_batch([(history, work_dir)], explicit)[0]
+
+
+def run_elle_batch(runs: list[tuple[Path, Path | None]], explicit: str | None = None,
+                   timeout_s: float = TIMEOUT_S) -> list[ElleResult]:
+    """elle-cli's verdict on each history, from as few elle-cli processes as it allows: one for the
+    lot, so the JVM starts once per batch. Each export goes into its run's directory (or a temporary
+    one when the run has none). elle-cli stops at the first file it cannot read (exit 255): that file
+    is "unknown" with the reason and the rest go on in a new process."""
+    import tempfile
+
     cmd = elle_command(explicit)
     if cmd is None:
-        return ElleResult("skipped", "elle-cli not installed (set ELLE_CLI or --elle-cli to run it)")
+        return [ElleResult("skipped", "elle-cli not installed (set ELLE_CLI or --elle-cli to run it)")] * len(runs)
     for c in cmd:
         if (c == cmd[0] or c.endswith(".jar")) and "/" in c and not Path(c).exists():
-            return ElleResult("unknown", f"elle-cli is named as {c}, which does not exist")
-    export = write_export(history, work_dir / "history.elle.json")
-    full = [*cmd, "--model", "list-append", "--consistency-models", "serializable", str(export)]
-    try:
-        proc = subprocess.run(full, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
-    except FileNotFoundError as e:
-        return ElleResult("unknown", f"cannot run elle-cli: {e}")
-    except subprocess.TimeoutExpired:
-        return ElleResult("unknown", f"elle-cli did not finish within {TIMEOUT_S} s")
-    text = proc.stdout + proc.stderr
-    return parse_elle_output(text, proc.returncode)
+            return [ElleResult("unknown", f"elle-cli is named as {c}, which does not exist")] * len(runs)
+    with tempfile.TemporaryDirectory(prefix="chaos-elle-") as tmp:
+        exports = []
+        for n, (history, work_dir) in enumerate(runs):
+            where = work_dir if work_dir is not None else Path(tmp)
+            exports.append(write_export(history, where / ("history.elle.json" if work_dir else f"{n}.elle.json")))
+        out: list[ElleResult] = []
+        deadline = time.monotonic() + timeout_s
+        while len(out) < len(exports):
+            rest = exports[len(out):]
+            left = deadline - time.monotonic()
+            full = [*cmd, "--model", "list-append", "--consistency-models", "serializable", "--verbose",
+                    *map(str, rest)]
+            try:
+                proc = subprocess.run(full, capture_output=True, text=True, timeout=max(left, 0.1), check=False)
+            except FileNotFoundError as e:
+                return [*out, *[ElleResult("unknown", f"cannot run elle-cli: {e}")] * len(rest)]
+            except subprocess.TimeoutExpired:
+                why = f"elle-cli did not finish within {timeout_s:.0f} s"
+                return [*out, *[ElleResult("unknown", why)] * len(rest)]
+            got = parse_verbose(proc.stdout)
+            out.extend(got[: len(rest)])
+            if len(got) < len(rest):
+                tail = (proc.stderr.strip().splitlines() or [""])[-1][:200]
+                out.append(ElleResult("unknown", f"elle-cli failed on this history (exit {proc.returncode}): "
+                                                 f"{tail!r}", proc.stdout[-2000:] + proc.stderr[-2000:]))
+    return out
 
 
-def parse_elle_output(text: str, returncode: int) -> ElleResult:
-    """elle-cli prints `<file>\\ttrue|false|unknown`. Its exit code alone proves nothing (1 is also
-    "bad option", 255 any exception), so only a printed `false` is "invalid"; anything we cannot read
-    as a verdict is "unknown" with what it said."""
-    last = text.strip().splitlines()[-1] if text.strip() else ""
-    verdict = last.split()[-1].lstrip(":") if last else ""
-    if verdict == "true" and returncode == 0:
-        return ElleResult("valid", "elle-cli found no anomalies", text)
-    if verdict == "false" and returncode == 1:
-        return ElleResult("invalid", "elle-cli found anomalies", text)
-    return ElleResult("unknown", f"elle-cli gave no verdict: {last[:200]!r} (exit {returncode})", text)
+def parse_verbose(text: str) -> list[ElleResult]:
+    """elle-cli --verbose prints one JSON result map per file, in order, one after another. Only the
+    map's `valid?` counts (its exit code is 0 for unknown too, and 1 also means a bad option)."""
+    dec = json.JSONDecoder()
+    out: list[ElleResult] = []
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        try:
+            doc, end = dec.raw_decode(text, pos)
+        except ValueError:
+            break
+        chunk = text[pos:end]
+        pos = end
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        verdict = doc.get("valid?") if isinstance(doc, dict) else None
+        kinds = ", ".join(doc.get("anomaly-types", [])) if isinstance(doc, dict) else ""
+        if verdict is True:
+            out.append(ElleResult("valid", "elle-cli found no anomalies", chunk))
+        elif verdict is False:
+            out.append(ElleResult("invalid", f"elle-cli found anomalies: {kinds}", chunk))
+        else:
+            out.append(ElleResult("unknown", f"elle-cli could not decide ({kinds or verdict!r})", chunk))
+    return out

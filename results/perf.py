@@ -65,12 +65,6 @@ def fault_windows(nemesis_ops: list[dict[str, Any]], families: dict[str, dict[st
     return sorted(windows, key=lambda w: w["start_s"])
 
 
-def _pandas(df: Any) -> pd.DataFrame:
-    """A Spark DataFrame as pandas (through Arrow); pyspark's stubs type it loosely."""
-    out: pd.DataFrame = df.toPandas()
-    return out
-
-
 def _kind(value: Any, family: str) -> str:
     try:
         return str(json.loads(value).get("kind", family)) if isinstance(value, str) else family
@@ -78,49 +72,60 @@ def _kind(value: Any, family: str) -> str:
         return family
 
 
-def perf_facts(fr: Frames, out_dir: Path, test_json: dict[str, Any] | None = None) -> dict[str, Any]:
+def perf_table(fr: Frames) -> pd.DataFrame:
+    """One Spark action for every run of the job: client completions (time, latency) and nemesis ops,
+    as pandas rows with their `run`; `perf_facts` then works per run in the driver."""
+    client = fr.comp.select(
+        "run", "index", "time", "latency", "f", "type", "process",
+        F.lit(None).cast("string").alias("value"), F.lit(None).cast("string").alias("fault"))
+    nemesis = fr.ops.where(F.col("process") == "nemesis").select(
+        "run", "index", "time", F.lit(None).cast("long").alias("latency"), "f", "type", "process", "value", "fault")
+    out: pd.DataFrame = client.unionByName(nemesis).toPandas()
+    return out
+
+
+def perf_facts(rows: pd.DataFrame, out_dir: Path, test_json: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`perf/` for one run from its rows of `perf_table`, and the summary for results.json."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    comp = fr.comp.select(
-        (F.col("time") / NS).alias("time_s"), (F.col("latency") / 1e6).alias("latency_ms"), "f", "type", "process"
-    )
-    _pandas(comp).to_parquet(out_dir / "latency.parquet")
-    sec = F.floor(F.col("time_s")).cast("long").alias("second")
-    rates = comp.groupBy(sec, "f", "type").count().orderBy("second")
-    _pandas(rates).to_parquet(out_dir / "rates.parquet")
-    avail = (
-        comp.groupBy(sec)
-        .agg(F.sum(F.when(F.col("type") == "ok", 1).otherwise(0)).alias("ok"), F.count("*").alias("total"))
-        .withColumn("availability", F.col("ok") / F.col("total"))
-        .orderBy("second")
-    )
-    avail_pd = _pandas(avail)
+    is_nem = rows["process"] == "nemesis"
+    comp = rows[~is_nem]
+    lat_df = pd.DataFrame({
+        "time_s": comp["time"].to_numpy() / NS,
+        "latency_ms": comp["latency"].to_numpy() / 1e6,
+        "f": comp["f"].to_numpy(),
+        "type": comp["type"].to_numpy(),
+        "process": comp["process"].to_numpy(),
+    })
+    lat_df.to_parquet(out_dir / "latency.parquet")
+    second = (lat_df["time_s"] // 1).astype("int64")
+    rates = (lat_df.assign(second=second).groupby(["second", "f", "type"]).size().rename("count").reset_index()
+             .sort_values("second", kind="stable").reset_index(drop=True))
+    rates.to_parquet(out_dir / "rates.parquet")
+    ok = (lat_df["type"] == "ok").astype("int64")
+    avail_pd = (pd.DataFrame({"second": second, "ok": ok}).groupby("second")
+                .agg(ok=("ok", "sum"), total=("ok", "size")).reset_index())
+    avail_pd["availability"] = avail_pd["ok"] / avail_pd["total"]
     avail_pd.to_parquet(out_dir / "availability.parquet")
-    nem = fr.ops.where(F.col("process") == "nemesis").select("index", "time", "f", "value", "fault").orderBy("index")
-    windows = fault_windows([r.asDict() for r in nem.collect()], _family_perf(test_json))
-    oks = comp.where(F.col("type") == "ok").select("time_s")
-    ends = [(w["fault"], w["end_s"]) for w in windows if w["end_s"] is not None]
-    first_ok: dict[str, float] = {}
-    if ends:
-        ends_df = comp.sparkSession.createDataFrame(ends, "fault string, end_s double")
-        rows = oks.crossJoin(F.broadcast(ends_df)).where(F.col("time_s") > F.col("end_s"))
-        first_ok = {r["fault"]: r["t"] for r in rows.groupBy("fault").agg(F.min("time_s").alias("t")).collect()}
+    nem = rows[is_nem].sort_values("index")
+    nem_ops = [{"index": int(r.index), "time": int(r.time), "f": r.f, "value": r.value,
+                "fault": None if pd.isna(r.fault) else r.fault} for r in nem.itertuples()]
+    windows = fault_windows(nem_ops, _family_perf(test_json))
+    ok_times = lat_df.loc[lat_df["type"] == "ok", "time_s"].sort_values().to_numpy()
     for w in windows:
-        t = first_ok.get(w["fault"]) if w["end_s"] is not None else None
-        w["recovery_s"] = (t - w["end_s"]) if t is not None else None
+        w["recovery_s"] = None
+        if w["end_s"] is not None:
+            after = ok_times[ok_times > w["end_s"]]
+            if len(after):
+                w["recovery_s"] = float(after[0]) - w["end_s"]
     (out_dir / "faults.json").write_text(json.dumps(windows, indent=1))
-    lat = (
-        comp.where(F.col("type") == "ok")
-        .agg(
-            F.expr("percentile_approx(latency_ms, 0.5)").alias("p50"),
-            F.expr("percentile_approx(latency_ms, 0.99)").alias("p99"),
-            F.max("latency_ms").alias("max"),
-        )
-        .first()
-    )
+    ok_lat = lat_df.loc[lat_df["type"] == "ok", "latency_ms"]
+    lat = ({"p50": float(ok_lat.quantile(0.5, interpolation="lower")),
+            "p99": float(ok_lat.quantile(0.99, interpolation="lower")), "max": float(ok_lat.max())}
+           if len(ok_lat) else None)
     total_s = float(avail_pd["second"].max() + 1) if len(avail_pd) else 0.0
     n_ok = int(avail_pd["ok"].sum()) if len(avail_pd) else 0
     return {
-        "ok_latency_ms": {"p50": lat["p50"], "p99": lat["p99"], "max": lat["max"]} if lat else None,
+        "ok_latency_ms": lat,
         "ok_per_s": (n_ok / total_s) if total_s else 0.0,
         "availability": (n_ok / float(avail_pd["total"].sum())) if len(avail_pd) else None,
         "fault_windows": len(windows),

@@ -3,7 +3,8 @@
 Keys are independent logs. Producers send unique values: `ok` sends are appended and acknowledged
 with their offset; `info` sends are appended or not (we do not know, and neither does the checker).
 Consumers assign a key and poll forward from where they are, reading a prefix of what is committed
-so far; a final drain reads every key from offset 0.
+so far (a re-assign of the same key keeps the position, as Kafka's assign does; a new key starts
+anywhere); a final drain reads every key from offset 0.
 """
 
 from __future__ import annotations
@@ -59,8 +60,10 @@ def correct_history(seed: int, *, keys: int = 3, steps: int = 60) -> HistoryBuil
         else:
             p = 10 + rng.randrange(2)
             if p not in consumer_key or rng.random() < 0.1:
-                consumer_key[p] = rng.randrange(keys)
-                positions[p] = rng.randrange(len(logs[consumer_key[p]]) + 1)
+                k = rng.randrange(keys)
+                if consumer_key.get(p) != k:  # Kafka's assign keeps a retained key's position
+                    positions[p] = rng.randrange(len(logs[k]) + 1)
+                consumer_key[p] = k
                 h.op(p, "invoke", "assign", [consumer_key[p]])
                 h.op(p, "ok", "assign", [consumer_key[p]])
             k, pos = consumer_key[p], positions[p]

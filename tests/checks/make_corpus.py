@@ -24,12 +24,18 @@ def send(p: int, k: int, v: int, outcome: str = "ok", offset: int | None = None)
     return [(p, "invoke", S, [[S, k, v]]), (p, outcome, S, [done])]
 
 
-def poll(p: int, reads: dict[int, list[list[int]]], final: bool = False) -> list[tuple[Any, ...]]:
-    return [(p, "invoke", P, [[P]], final), (p, "ok", P, [[P, {str(k): v for k, v in reads.items()}]], final)]
+def poll(p: int, reads: dict[int, list[list[int]]], final: bool = False,
+         rebalances: list[dict[str, list[int]]] | None = None) -> list[tuple[Any, ...]]:
+    """A poll op; `rebalances` is its `rebalance-log` (revoked/assigned keys during the poll)."""
+    done = {"rebalance-log": rebalances} if rebalances is not None else {}
+    return [(p, "invoke", P, [[P]], final), (p, "ok", P, [[P, {str(k): v for k, v in reads.items()}]], final, done)]
 
 
-def assign(p: int, keys: list[int]) -> list[tuple[Any, ...]]:
-    return [(p, "invoke", A, keys), (p, "ok", A, keys)]
+def assign(p: int, keys: list[int], f: str = A) -> list[tuple[Any, ...]]:
+    return [(p, "invoke", f, keys), (p, "ok", f, keys)]
+
+
+SUBSCRIBE = {"seed": 1, "config": {"sub_via": ["subscribe"]}, "complete": True}
 
 
 def sends_op(p: int, mops: list[tuple[int, int, int]]) -> list[tuple[Any, ...]]:
@@ -87,17 +93,62 @@ CASES: dict[str, tuple[list[tuple[Any, ...]], list[str], dict[str, Any] | None]]
         ["poll-skip"],
         None,
     ),
-    "near-poll-skip-across-assign": (
+    "near-poll-skip-across-assign": (  # key 0 leaves the assignment, so its last read is forgotten
         send(0, 0, 1, "ok", 0)
         + send(0, 0, 2, "ok", 1)
         + send(0, 0, 3, "ok", 2)
         + assign(1, [0])
         + poll(1, {0: [[0, 1]]})
+        + assign(1, [1])
         + assign(1, [0])
         + poll(1, {0: [[2, 3]]})
         + drain({0: [[0, 1], [1, 2], [2, 3]]}),
         [],
         None,
+    ),
+    "poll-skip-reassign-keeps-key": (  # Kafka's assign keeps a retained key's position (Jepsen's rule)
+        send(0, 0, 1, "ok", 0)
+        + send(0, 0, 2, "ok", 1)
+        + send(0, 0, 3, "ok", 2)
+        + assign(1, [0])
+        + poll(1, {0: [[0, 1]]})
+        + assign(1, [0, 1])
+        + poll(1, {0: [[2, 3]]})
+        + drain({0: [[0, 1], [1, 2], [2, 3]]}),
+        ["poll-skip"],
+        None,
+    ),
+    "poll-skip-subscribe": (  # reported, but not bad: a consumer that subscribes may be rebalanced
+        send(0, 0, 1, "ok", 0)
+        + send(0, 0, 2, "ok", 1)
+        + send(0, 0, 3, "ok", 2)
+        + assign(1, [0], "subscribe")
+        + poll(1, {0: [[0, 1]]})
+        + poll(1, {0: [[2, 3]]})
+        + drain({0: [[0, 1], [1, 2], [2, 3]]}),
+        ["poll-skip"],
+        SUBSCRIBE,
+    ),
+    "near-poll-skip-rebalanced": (  # a rebalance during the poll revoked and re-assigned the key
+        send(0, 0, 1, "ok", 0)
+        + send(0, 0, 2, "ok", 1)
+        + send(0, 0, 3, "ok", 2)
+        + assign(1, [0], "subscribe")
+        + poll(1, {0: [[0, 1]]})
+        + poll(1, {0: [[2, 3]]}, rebalances=[{"revoked": [0], "assigned": []}, {"revoked": [], "assigned": [0]}])
+        + drain({0: [[0, 1], [1, 2], [2, 3]]}),
+        [],
+        SUBSCRIBE,
+    ),
+    "near-int-poll-skip-rebalanced": (  # a rebalance during the poll: no order expected within it
+        send(0, 0, 1, "ok", 0)
+        + send(0, 0, 2, "ok", 1)
+        + send(0, 0, 3, "ok", 2)
+        + assign(1, [0], "subscribe")
+        + poll(1, {0: [[0, 1], [2, 3]]}, rebalances=[{"revoked": [], "assigned": [0]}])
+        + drain({0: [[0, 1], [1, 2], [2, 3]]}),
+        [],
+        SUBSCRIBE,
     ),
     "nonmonotonic-poll": (
         send(0, 0, 1, "ok", 0)
@@ -109,7 +160,19 @@ CASES: dict[str, tuple[list[tuple[Any, ...]], list[str], dict[str, Any] | None]]
         ["nonmonotonic-poll"],
         None,
     ),
-    "near-nonmonotonic-poll-reassigned": (
+    "near-nonmonotonic-poll-reassigned": (  # key 0 left the assignment and came back: a fresh start
+        send(0, 0, 1, "ok", 0)
+        + send(0, 0, 2, "ok", 1)
+        + assign(1, [0])
+        + poll(1, {0: [[0, 1], [1, 2]]})
+        + assign(1, [1])
+        + assign(1, [0])
+        + poll(1, {0: [[0, 1]]})
+        + drain({0: [[0, 1], [1, 2]]}),
+        [],
+        None,
+    ),
+    "nonmonotonic-poll-reassign-keeps-key": (  # the same assign again keeps the position: a rewind is bad
         send(0, 0, 1, "ok", 0)
         + send(0, 0, 2, "ok", 1)
         + assign(1, [0])
@@ -117,8 +180,18 @@ CASES: dict[str, tuple[list[tuple[Any, ...]], list[str], dict[str, Any] | None]]
         + assign(1, [0])
         + poll(1, {0: [[0, 1]]})
         + drain({0: [[0, 1], [1, 2]]}),
-        [],
+        ["nonmonotonic-poll"],
         None,
+    ),
+    "nonmonotonic-poll-subscribe": (  # reported, but not bad under subscribe
+        send(0, 0, 1, "ok", 0)
+        + send(0, 0, 2, "ok", 1)
+        + assign(1, [0], "subscribe")
+        + poll(1, {0: [[0, 1], [1, 2]]})
+        + poll(1, {0: [[0, 1]]})
+        + drain({0: [[0, 1], [1, 2]]}),
+        ["nonmonotonic-poll"],
+        SUBSCRIBE,
     ),
     "int-poll-skip": (
         send(0, 0, 1, "ok", 0)
@@ -162,6 +235,11 @@ CASES: dict[str, tuple[list[tuple[Any, ...]], list[str], dict[str, Any] | None]]
     "nonmonotonic-send": (
         send(0, 0, 1, "ok", 1) + send(0, 0, 2, "ok", 0) + drain({0: [[0, 2], [1, 1]]}),
         ["nonmonotonic-send"],
+        None,
+    ),
+    "near-nonmonotonic-send-reassigned": (  # the key left the producer's assignment in between
+        send(0, 0, 1, "ok", 1) + assign(0, [1]) + send(0, 0, 2, "ok", 0) + drain({0: [[0, 2], [1, 1]]}),
+        [],
         None,
     ),
     "near-nonmonotonic-send-two-producers": (
@@ -232,6 +310,8 @@ def render(ops: list[tuple[Any, ...]]) -> str:
         }
         if len(op) > 4 and op[4]:
             d["final"] = True
+        if len(op) > 5:
+            d.update(op[5])
         lines.append(json.dumps(d, separators=(",", ":")))
     return "\n".join(lines) + "\n"
 

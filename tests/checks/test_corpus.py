@@ -1,5 +1,6 @@
 """Every hand-written corpus history gets exactly the anomalies its expected.json names, through the
-same Spark pipeline `chaos check` uses."""
+same Spark pipeline `chaos check` uses: all cases as one job keyed by run (`check_runs`, as
+`chaos check STORE/*/*` does), so a case also proves its neighbours' rows never leak into it."""
 
 from __future__ import annotations
 
@@ -10,19 +11,32 @@ from typing import Any
 
 import pytest
 
-from results.check import bad_types, check_run
+from results.check import CheckResult, bad_types, check_run, check_runs
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 CASES = sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
 pytestmark = pytest.mark.spark
 
 
+@pytest.fixture(scope="module")
+def batch(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, CheckResult]]:
+    root = tmp_path_factory.mktemp("corpus")
+    runs = []
+    for case in CASES:
+        shutil.copytree(CORPUS / case, root / case)
+        runs.append(root / case)
+    results = check_runs(runs, spark_master="local[2]", perf=False, elle_cli="")
+    out = {}
+    for case, run, r in zip(CASES, runs, results, strict=True):
+        assert isinstance(r, CheckResult), f"{case}: {r}"
+        out[case] = (run, r)
+    return out
+
+
 @pytest.mark.parametrize("case", CASES)
-def test_corpus_case(spark: Any, case: str, tmp_path: Path) -> None:
-    run = tmp_path / case
-    shutil.copytree(CORPUS / case, run)
+def test_corpus_case(batch: dict[str, tuple[Path, CheckResult]], case: str) -> None:
+    run, result = batch[case]
     expected = json.loads((run / "expected.json").read_text())
-    result = check_run(run, spark_master="local[2]", perf=False)
     assert sorted(result.anomalies) == expected, json.dumps(result.to_json(), default=str)[:2000]
     test_json = json.loads((run / "test.json").read_text()) if (run / "test.json").exists() else None
     bad = [a for a in expected if a in bad_types(test_json, drained=True)]
@@ -31,8 +45,28 @@ def test_corpus_case(spark: Any, case: str, tmp_path: Path) -> None:
     assert result.exit_code == (1 if bad else 0)
     written = json.loads((run / "results.json").read_text())
     assert written["valid"] == result.valid and written["error_types"] == expected
+    assert written["timings_s"]["runs_in_job"] == len(CASES)
     for name in expected:
         assert written[name]["count"] >= 1 and written[name]["examples"], name
+
+
+def test_one_run_alone_gets_the_same_answer_as_in_the_batch(
+        spark: Any, batch: dict[str, tuple[Path, CheckResult]], tmp_path: Path) -> None:
+    run = tmp_path / "poll-skip"
+    shutil.copytree(CORPUS / "poll-skip", run)
+    alone = check_run(run, spark_master="local[2]", perf=False, elle_cli="")
+    assert alone.to_json()["error_types"] == batch["poll-skip"][1].to_json()["error_types"] == ["poll-skip"]
+    assert alone.anomalies["poll-skip"]["examples"] == batch["poll-skip"][1].anomalies["poll-skip"]["examples"]
+    assert "runs_in_job" not in alone.timings
+
+
+def test_subscribe_makes_poll_skip_and_nonmonotonic_poll_not_bad() -> None:
+    assigned = bad_types({"config": {"sub_via": ["assign"]}})
+    both = bad_types({"config": {"sub_via": ["assign", "subscribe"]}})
+    assert {"poll-skip", "nonmonotonic-poll"} <= set(assigned) and {"poll-skip", "nonmonotonic-poll"} <= set(
+        bad_types(None))
+    assert not {"poll-skip", "nonmonotonic-poll"} & set(both)
+    assert set(assigned) - set(both) == {"poll-skip", "nonmonotonic-poll"}
 
 
 def test_every_anomaly_has_a_case_and_a_near_miss() -> None:

@@ -1,22 +1,23 @@
 """elle-cli export against a golden file in elle-cli's documented list-append JSON form; the real
-elle-cli when installed; the performance facts a plot reads."""
+elle-cli when installed (a real run, a planted G1a and a planted cycle, a crash and a time-out, one JVM
+per batch); the performance facts a plot reads."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from results.check import check_run
-from results.elle import export_list_append, parse_elle_output, run_elle
+from results.check import CheckResult, check_run, check_runs
+from results.elle import export_list_append, parse_verbose, run_elle, run_elle_batch
 
 HERE = Path(__file__).resolve().parent
 GOLDEN_HISTORY = HERE / "corpus" / "valid-basic" / "history.jsonl"
 GOLDEN = HERE / "golden" / "valid-basic.elle.json"
+REAL_RUN = HERE.parent / "results" / "fixtures" / "valid-kill-controller"
 
 
 def test_export_matches_golden_file() -> None:
@@ -32,25 +33,85 @@ def test_export_matches_golden_file() -> None:
     assert [op["index"] for op in got] == list(range(len(got)))
 
 
-def test_elle_verdict_parsing() -> None:
-    assert parse_elle_output("h.json\ttrue\n", 0).status == "valid"
-    assert parse_elle_output("h.json\tfalse\n", 1).status == "invalid"
-    assert parse_elle_output("h.json\t:unknown\n", 0).status == "unknown"
+def test_elle_verbose_output_is_read_per_file_by_valid_alone() -> None:
+    text = '{"valid?":true}\n{"valid?":false,\n "anomaly-types":["G1a"]}\n' \
+           '{"valid?":"unknown",\n "anomaly-types":["empty-transaction-graph"]}\n'
+    got = parse_verbose(text)
+    assert [r.status for r in got] == ["valid", "invalid", "unknown"]
+    assert "G1a" in got[1].detail and "empty-transaction-graph" in got[2].detail
+    assert parse_verbose("Exception in thread main") == []
 
 
 def test_without_elle_cli_the_check_is_skipped_never_passed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ELLE_CLI", raising=False)
     r = run_elle(GOLDEN_HISTORY, tmp_path)
     assert r.status == "skipped" and r.status != "valid"
+    monkeypatch.setenv("ELLE_CLI", "/nonexistent/elle-cli")
+    assert run_elle(GOLDEN_HISTORY, tmp_path, "").status == "skipped"  # an empty --elle-cli turns it off
+    missing = run_elle(GOLDEN_HISTORY, tmp_path)
+    assert missing.status == "unknown" and "does not exist" in missing.detail
 
 
-@pytest.mark.skipif(
-    not os.environ.get("ELLE_CLI"),
-    reason="ELLE_CLI is not set: no elle-cli installed here (it is a Clojure jar; see results/README.md)",
-)
-def test_real_elle_cli_accepts_a_valid_history(tmp_path: Path) -> None:
-    r = run_elle(GOLDEN_HISTORY, tmp_path)
-    assert r.status == "valid", r.output
+def _cycle_history(path: Path) -> Path:
+    """Two transactions that each read the other's send: a G1c cycle only elle-cli can see."""
+    ops = [
+        (0, "invoke", [["send", 0, 1], ["poll"]]),
+        (1, "invoke", [["send", 1, 2], ["poll"]]),
+        (0, "ok", [["send", 0, [0, 1]], ["poll", {"1": [[0, 2]]}]]),
+        (1, "ok", [["send", 1, [0, 2]], ["poll", {"0": [[0, 1]]}]]),
+    ]
+    path.write_text("".join(json.dumps({"index": i, "time": i + 1, "process": p, "type": t, "f": "txn", "value": v})
+                            + "\n" for i, (p, t, v) in enumerate(ops)))
+    return path
+
+
+def _counting(tmp_path: Path, target: str, env: str = "") -> tuple[str, Path]:
+    """A launcher that logs each start of `target` (so a test can count JVM starts)."""
+    log = tmp_path / "starts.log"
+    script = tmp_path / "elle-counting"
+    script.write_text(f'#!/bin/sh\necho start >> "{log}"\n{env} exec "{target}" "$@"\n')
+    script.chmod(0o755)
+    return str(script), log
+
+
+def test_real_elle_cli_judges_a_batch_in_one_jvm(elle_cli: str, tmp_path: Path) -> None:
+    """A real run's export is valid, a planted G1a and a planted G1c cycle are invalid: three
+    histories, one elle-cli process."""
+    cmd, log = _counting(tmp_path, elle_cli)
+    runs = []
+    for name, history in [("real", REAL_RUN / "history.jsonl"), ("g1a", HERE / "corpus" / "G1a" / "history.jsonl"),
+                          ("cycle", _cycle_history(tmp_path / "cycle.jsonl"))]:
+        (tmp_path / name).mkdir()
+        runs.append((history, tmp_path / name))
+    got = run_elle_batch(runs, cmd)
+    assert [r.status for r in got] == ["valid", "invalid", "invalid"], [r.output[-500:] for r in got]
+    assert "G1a" in got[1].detail and "G1c" in got[2].detail
+    assert log.read_text().count("start") == 1
+    assert (tmp_path / "real" / "history.elle.json").is_file()
+
+
+def test_real_elle_cli_crash_and_time_out_are_unknown_with_the_reason(elle_cli: str, tmp_path: Path) -> None:
+    crashing, _ = _counting(tmp_path, elle_cli, env="JAVA_OPTS=-Xmx1k")  # the JVM refuses to start
+    r = run_elle_batch([(GOLDEN_HISTORY, None), (GOLDEN_HISTORY, None)], crashing)
+    assert [x.status for x in r] == ["unknown", "unknown"]
+    assert "elle-cli failed on this history" in r[0].detail and "heap" in r[0].output.lower()
+    slow = run_elle_batch([(GOLDEN_HISTORY, None)], elle_cli, timeout_s=0.2)
+    assert slow[0].status == "unknown" and "did not finish within" in slow[0].detail
+
+
+@pytest.mark.spark
+def test_check_with_real_elle_cli_folds_its_verdict_in(spark: Any, elle_cli: str, tmp_path: Path) -> None:
+    """`check_runs` with elle-cli: our anomalies find nothing in the cycle, elle-cli does, so the run is
+    invalid; the real run stays valid."""
+    cyc = tmp_path / "cycle"
+    cyc.mkdir()
+    _cycle_history(cyc / "history.jsonl")
+    real = tmp_path / "real"
+    shutil.copytree(REAL_RUN, real)
+    a, b = check_runs([cyc, real], spark_master="local[2]", perf=False, elle_cli=elle_cli)
+    assert isinstance(a, CheckResult) and isinstance(b, CheckResult)
+    assert a.anomalies == {} and a.elle["status"] == "invalid" and a.valid is False
+    assert b.elle["status"] == "valid" and b.valid is True, b.to_json()
 
 
 @pytest.mark.spark
