@@ -29,7 +29,7 @@ deps:
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml cluster-impl/pyproject.toml
-	test -x $(PY) || python3 -m venv .venv
+	test -x $(PIP) || python3 -m venv --clear .venv  # an interrupted earlier attempt leaves a venv without pip
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e '.[dev]' -e './cluster-impl[dev]'
 	rm -f .venv/.stamp-* && touch $@
