@@ -33,12 +33,13 @@ from harness.sim_search import search  # noqa: E402
 from kernel.node import node_names  # noqa: E402
 from kernel.spec import build_spec  # noqa: E402
 
-#: the fault families that re-create each switch's scenario on the simulator
+#: the faults that re-create each switch's scenario on the simulator: (families, interval s, time limit s);
+#: a lagging follower must lag past replica.lag.time.max.ms (10 s), stale orders outlast sessions
 TARGETED = {
-    "truncate-to-hw": "kill",
-    "ack-before-replication": "kill,power-loss",
-    "local-isr-shrink": "partition,pause",
-    "stale-epoch-accepted": "pause,partition",
+    "truncate-to-hw": ("kill", 2.0, 20.0),
+    "ack-before-replication": ("kill,power-loss", 2.0, 20.0),
+    "local-isr-shrink": ("partition-one,partition-leader,partition-one-way,kill-leader", 14.0, 60.0),
+    "stale-epoch-accepted": ("stale-orders", 14.0, 60.0),
 }
 
 
@@ -91,13 +92,14 @@ def main(argv: list[str] | None = None) -> int:
                     "sim_seconds": round(out.sim_seconds, 1), "failing_seed": out.found.seed if out.found else None}
     print(f"seeds: {res['seeds']}", file=sys.stderr)
     res["detect"] = {}
-    for bug, nemesis in TARGETED.items():
-        spec = build_test(build_spec({"provisioner": "sim", "nodes": 3, "time_limit": 20.0, "rate": 100.0,
-                                      "nemesis": nemesis, "nemesis_interval": 2.0, "bugs": [bug],
+    for bug, (nemesis, interval, limit) in TARGETED.items():
+        spec = build_test(build_spec({"provisioner": "sim", "nodes": 3, "time_limit": limit, "rate": 100.0,
+                                      "nemesis": nemesis, "nemesis_interval": interval, "bugs": [bug],
                                       "name": "bench-sim"})).spec
         o = search(spec, first_seed=1, budget_s=args.detect_budget, jobs=args.jobs, say=lambda s: None,
                    shrink_found=False)
-        row = {"nemesis": nemesis, "seeds": o.seeds, "caught": o.found is not None,
+        row = {"nemesis": nemesis, "interval_s": interval, "time_limit_s": limit, "seeds": o.seeds,
+               "caught": o.found is not None,
                "time_to_detect_s": round(o.time_to_detect_s, 1) if o.time_to_detect_s is not None else None,
                "seed": o.found.seed if o.found else None, "anomalies": o.found.anomalies if o.found else {}}
         print(f"detect {bug}: {row}", file=sys.stderr)

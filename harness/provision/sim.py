@@ -159,7 +159,7 @@ class _Run:
             await asyncio.sleep(0.5)
         t0 = loop.time()
         self.history._clock = lambda: int(round((loop.time() - t0) * 1e9))  # simulated ns since the workload began
-        nemesis = SimNemesis(c, self.faults, self.history, spec.topic)
+        nemesis = SimNemesis(c, self.faults, self.history, spec.topic, spec.partitions)
         nemesis.start()
         workers = [loop.spawn(None, self.worker(w), name=f"worker {w}") for w in range(spec.concurrency)]
         await asyncio.sleep(spec.time_limit)
