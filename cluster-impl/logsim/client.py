@@ -28,6 +28,7 @@ from kafka.protocol.producer import ProduceRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from logbroker.log.batch import iter_batches
+from logbroker.log.validate import _varint
 from logbroker.protocol.apis import make_message
 
 from logsim.network import CONTROL, SimNetwork
@@ -45,18 +46,6 @@ FETCH_PARTITION_BYTES = 1 << 14
 
 
 RECORDS_AT = 61  # a v2 batch's records start after its fixed header
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """A zigzag varint at `pos`: (value, next position)."""
-    shift = result = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
 
 
 def decode_records(data: bytes) -> list[tuple[int, int]]:
