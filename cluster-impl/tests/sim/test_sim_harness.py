@@ -41,3 +41,20 @@ def test_a_run_with_a_shrunk_schedule_replays_byte_for_byte(tmp_path: Path) -> N
     assert b'"f":"start-kill"' in original or b'"f":"start-partition"' in original
     assert (again.run_dir / "history.jsonl").read_bytes() == original
     assert sorted(p.name for p in (out.run_dir / "replicas").iterdir()) == ["n1", "n2", "n3"]
+
+
+def test_check_determinism_names_the_first_differing_line(tmp_path: Path) -> None:
+    from harness.provision.sim import Nondeterminism, check_determinism, simulate
+
+    spec = build_spec({"provisioner": "sim", "nodes": 3, "time_limit": 5.0, "rate": 50.0, "seed": 9,
+                       "nemesis": "pause", "nemesis_interval": 2.0})
+    test = build_test(spec)
+    faults = test.nemesis.plan(["n1", "n2", "n3"])
+    simulate(spec, test.workload, faults, tmp_path, lambda _: None)
+    history = tmp_path / "history.jsonl"
+    check_determinism(spec, test.workload, faults, history)  # the same bytes: no complaint
+    lines = history.read_text().splitlines(keepends=True)
+    lines[41] = lines[41].replace('"index":41', '"index":41 ')
+    history.write_text("".join(lines))
+    with pytest.raises(Nondeterminism, match="line 42 differs"):
+        check_determinism(spec, test.workload, faults, history)
