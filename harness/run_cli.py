@@ -159,8 +159,14 @@ def _replay_simulated(run_dir: Path, meta: dict[str, Any], spec: RunSpec, *, che
     diff = first_difference(run_dir / "history.jsonl", out.run_dir / "history.jsonl")
     if diff is not None:
         line, a, b = diff
-        raise Nondeterminism(f"the replay's history differs from {run_dir}'s at line {line}:\n  original: {a}\n"
-                             f"  replay:   {b}")
+        from kernel.store import git_revision
+
+        then, now = meta.get("git", "unknown"), git_revision()
+        why = (f"the code changed since (recorded at {then}, now {now}): a different broker or simulator "
+               "gives a different history" if then != now or then.endswith("-dirty") else
+               "the same code gave another history: a bug in the simulator")
+        raise Nondeterminism(f"the replay's history differs from {run_dir}'s at line {line} — {why}:\n"
+                             f"  original: {a}\n  replay:   {b}")
     click.echo(f"replay: history.jsonl is identical to the original's, byte for byte ({out.run_dir})", err=True)
     return out
 
