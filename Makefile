@@ -8,7 +8,7 @@ STAMP := .venv/.stamp-$(shell cat pyproject.toml cluster-impl/pyproject.toml | s
 DEBS  := debootstrap zookeeper libfaketime faketime iptables openjdk-17-jre-headless openssh-client chromium
 
 .PHONY: run test deps venv image check bench bench-cluster bench-broker bench-cluster-impl bench-check bench-run \
-        bench-detect bench-fuzz clean-cluster
+        bench-detect bench-fuzz bench-sim clean-cluster
 
 # The default chaos run: 5 nodes, 60 s of the queue workload under every fault family, checked.
 run: deps venv image
@@ -52,6 +52,10 @@ bench-broker: venv
 
 bench-cluster-impl: deps venv
 	$(PY) cluster-impl/bench/cluster.py --out bench-results/cluster-impl.json
+
+# the simulator: simulated seconds per wall second, seeds per hour, time to detect per bug switch
+bench-sim: venv
+	$(PY) cluster-impl/bench/sim.py --out bench-results/sim.json
 
 bench-fuzz: venv
 	$(PY) cluster-impl/bench/fuzz.py --out bench-results/fuzz.json

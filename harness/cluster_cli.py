@@ -78,6 +78,8 @@ def up(n: int | None, name: str, provisioner: str, hosts: str | None, user: str,
     """Provision NODES nodes and wait until each answers over SSH."""
     if provisioner not in PROVISIONERS:
         raise UsageError(f"unknown provisioner {provisioner!r}; choose one of: {', '.join(PROVISIONERS)}")
+    if provisioner == "sim":
+        raise UsageError("simulated nodes live only inside a run: use chaos run --provisioner sim")
     if n is not None and n < 1:
         raise UsageError(f"--nodes must be at least 1, not {n}")
     if n is None and provisioner == "docker":

@@ -145,7 +145,7 @@ def _side_by_side(title: tuple[str, str], a: list[str], b: list[str]) -> list[st
     return out
 
 
-def _replay_simulated(run_dir: Path, meta: dict[str, Any], spec: RunSpec) -> Any:
+def _replay_simulated(run_dir: Path, meta: dict[str, Any], spec: RunSpec, *, check: bool = True) -> Any:
     """A simulated run again — with its saved schedule when it was shrunk — and its history compared
     with the original byte for byte (a difference is a bug in the simulator, exit 7)."""
     from harness.provision.sim import Nondeterminism, first_difference
@@ -154,13 +154,19 @@ def _replay_simulated(run_dir: Path, meta: dict[str, Any], spec: RunSpec) -> Any
     from kernel.nemesis import PlannedFault
 
     faults = [PlannedFault.from_json(f) for f in meta.get("schedule", [])] if meta.get("schedule_shrunk") else None
-    out = run_simulated(build_test(spec), faults=faults, extra_meta={"replay_of": str(run_dir),
-                                                                     "schedule_shrunk": faults is not None})
+    out = run_simulated(build_test(spec), faults=faults, check=check,
+                        extra_meta={"replay_of": str(run_dir), "schedule_shrunk": faults is not None})
     diff = first_difference(run_dir / "history.jsonl", out.run_dir / "history.jsonl")
     if diff is not None:
         line, a, b = diff
-        raise Nondeterminism(f"the replay's history differs from {run_dir}'s at line {line}:\n  original: {a}\n"
-                             f"  replay:   {b}")
+        from kernel.store import git_revision
+
+        then, now = meta.get("git", "unknown"), git_revision()
+        why = (f"the code changed since (recorded at {then}, now {now}): a different broker or simulator "
+               "gives a different history" if then != now or then.endswith("-dirty") else
+               "the same code gave another history: a bug in the simulator")
+        raise Nondeterminism(f"the replay's history differs from {run_dir}'s at line {line} — {why}:\n"
+                             f"  original: {a}\n  replay:   {b}")
     click.echo(f"replay: history.jsonl is identical to the original's, byte for byte ({out.run_dir})", err=True)
     return out
 

@@ -117,7 +117,7 @@ def shrink(spec: RunSpec, faults: list[PlannedFault], deadline: float,
 
 
 def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: Callable[[str], None],
-           max_seeds: int | None = None) -> SearchOutcome:
+           max_seeds: int | None = None, shrink_found: bool = True) -> SearchOutcome:
     """Simulate seeds until one fails (or the budget or `max_seeds` ends); shrink it."""
     t0 = time.monotonic()
     deadline = t0 + budget_s
@@ -141,7 +141,7 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
                     out.time_to_detect_s = time.monotonic() - t0
             say(f"{out.seeds} seeds, {out.sim_seconds:.0f} simulated s in {time.monotonic() - t0:.1f} s"
                 + (f"; seed {out.found.seed} fails: {out.found.anomalies}" if out.found else ""))
-    if out.found is not None:
+    if out.found is not None and shrink_found:
         spec = replace(base, seed=out.found.seed)
         out.shrunk, out.shrink_steps = shrink(spec, out.found.faults, deadline + budget_s, say)
     out.wall_s = time.monotonic() - t0

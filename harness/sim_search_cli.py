@@ -21,7 +21,8 @@ def parse_budget(text: str) -> float:
 
 @click.command("sim-search")
 @click.option("--bug", "bugs", multiple=True, help="Turn on a broker bug switch (repeatable).")
-@click.option("--budget", default="10m", show_default=True, help="Wall time for the search (60s, 10m, 1h).")
+@click.option("--budget", default="10m", show_default=True,
+              help="Wall time for the search (60s, 10m, 1h); shrinking a failing seed may take as long again.")
 @click.option("--nemesis", default=None, help="Fault families, comma-separated (default: every one the simulator has).")
 @click.option("--nodes", type=click.IntRange(3, 9), default=3, show_default=True)
 @click.option("--time-limit", type=click.FloatRange(5, 3600), default=60.0, show_default=True,

@@ -7,12 +7,15 @@ Model:
   packet, delivered after the link's delay: a seeded base per link plus a seeded exponential tail,
   never before the previous packet of the same pipe. Packets of different connections reorder.
 - A grudge says which host drops what from which (`dst` drops packets from `src`), as the iptables
-  nemesis does; grudges stack (overlapping faults) and lift one by one. A packet dropped on a pipe
-  breaks that pipe for good (the stream cannot skip bytes): the reader waits until its timeout. A
-  `flaky` grudge drops a seeded share of packets instead of all. Connecting across a grudge hangs
-  (the SYN is dropped) until the caller's timeout.
+  nemesis does; grudges stack (overlapping faults) and lift one by one. TCP retransmits what was
+  dropped: a pipe whose packet was dropped holds it and everything after it, in order, and sends
+  them when the grudge lifts — a request can arrive long after its sender gave up on it (the stale
+  orders of a zombie controller). A `flaky` grudge drops a seeded share of packets; each costs a
+  retransmission timeout (0.2-1 s) of delay. Connecting across a grudge hangs (the SYN is
+  dropped) until the caller's timeout.
 - A connection to a port nobody listens on (a killed broker) is refused after one delay. When a
-  node's process dies its connections are closed by its kernel: peers read end-of-stream.
+  node's process dies its kernel closes its connections (what they still hold is sent first):
+  peers read end-of-stream. A power loss takes the kernel too: what its pipes held is gone.
 - Deliveries to a node belong to that node's incarnation: held while it is paused, dropped once it
   is dead (`loop.py`).
 
@@ -44,21 +47,29 @@ class Pipe:
         self.net, self.src, self.dst = net, src, dst
         self.buf = bytearray()
         self.eof = False
-        self.broken = False
+        self.held: list[bytes | None] = []  # dropped by a grudge: retransmitted once it lifts
         self.last_at = 0.0
         self.waiter: asyncio.Future[None] | None = None
         self.dst_inc: Incarnation | None = None  # the receiving incarnation (None: control host)
 
     def send(self, data: bytes | None) -> None:
         """Queue `data` (None: end of stream) for delivery."""
-        if self.broken:
+        if self.held or self.net.blocked(self.src, self.dst):
+            self.held.append(data)
+            self.net.stalled.append(self)
             return
-        if data is not None and self.net.dropped(self.src, self.dst):
-            self.broken = True
-            return
-        at = max(self.net.loop.time() + self.net.delay(self.src, self.dst), self.last_at)
+        # strictly after the previous packet (the loop's tie-breaking jitter must not reorder a pipe)
+        at = max(self.net.loop.time() + self.net.delay(self.src, self.dst), self.last_at + 1e-6)
+        if self.net.lost(self.src, self.dst):
+            at += self.net.retransmit_delay(self.src, self.dst)
         self.last_at = at
         self.net.loop.call_in(self.dst_inc, at - self.net.loop.time(), self._arrive, data)
+
+    def retransmit(self) -> None:
+        """The grudge lifted: send what was held, in order."""
+        held, self.held = self.held, []
+        for data in held:
+            self.send(data)
 
     def _arrive(self, data: bytes | None) -> None:
         if data is None:
@@ -147,6 +158,7 @@ class SimNetwork:
         self._ends: dict[Incarnation, list[End]] = {}
         self._ports = 40000
         self.packets = 0
+        self.stalled: list[Pipe] = []
 
     # --- the links -------------------------------------------------------------------------------
     def _link(self, src: str, dst: str) -> tuple[float, random.Random]:
@@ -161,13 +173,30 @@ class SimNetwork:
         self.packets += 1
         return base + r.expovariate(1 / TAIL_S)
 
-    def dropped(self, src: str, dst: str) -> bool:
-        if src == dst:
-            return False
-        if self.drops[(dst, src)] > 0:
-            return True
+    def blocked(self, src: str, dst: str) -> bool:
+        """`dst` drops everything from `src` now."""
+        return src != dst and self.drops[(dst, src)] > 0
+
+    def lost(self, src: str, dst: str) -> bool:
+        """A `flaky` grudge drops this packet (it will be retransmitted)."""
         loss = self.flaky.get((dst, src))
         return bool(loss) and self._link(src, dst)[1].random() < max(loss or [0.0])
+
+    def retransmit_delay(self, src: str, dst: str) -> float:
+        return self._link(src, dst)[1].uniform(0.2, 1.0)
+
+    def dropped(self, src: str, dst: str) -> bool:
+        """A message (not a stream) from `src` to `dst` is lost now."""
+        return self.blocked(src, dst) or self.lost(src, dst)
+
+    def _retransmit(self) -> None:
+        stalled, self.stalled = self.stalled, []
+        for pipe in dict.fromkeys(stalled):
+            if pipe.held:
+                if self.blocked(pipe.src, pipe.dst):
+                    self.stalled.append(pipe)
+                else:
+                    pipe.retransmit()
 
     def reachable(self, a: str, b: str) -> bool:
         """Both directions fully open (a partition in either direction cuts a TCP conversation)."""
@@ -195,10 +224,12 @@ class SimNetwork:
                         lst.remove(loss)
                     if not lst:
                         self.flaky.pop((dst, src), None)
+        self._retransmit()
 
     def heal(self) -> None:
         self.drops.clear()
         self.flaky.clear()
+        self._retransmit()
 
     # --- hosts -----------------------------------------------------------------------------------
     def host(self, name: str) -> HostNetwork:
@@ -215,7 +246,7 @@ class SimNetwork:
         lst = self.listeners.get((host, port))
         if lst is None or (lst.inc is not None and lst.inc.dead):
             raise ConnectionRefusedError(f"{host}:{port}: connection refused")
-        if self.dropped(src, host) or self.dropped(host, src):
+        if self.blocked(src, host) or self.blocked(host, src):
             await self.loop.create_future()  # the SYN is lost: hang until the caller's timeout
         self._ports += 1
         up, down = Pipe(self, src, host), Pipe(self, host, src)
@@ -228,9 +259,12 @@ class SimNetwork:
         self.loop.spawn(lst.inc, lst.handler(theirs, theirs), name=f"conn {src}->{host}:{port}")
         return mine, mine
 
-    def process_died(self, inc: Incarnation) -> None:
-        """Its kernel closes its sockets: every peer reads end-of-stream after one delay."""
+    def process_died(self, inc: Incarnation, *, kernel_too: bool = False) -> None:
+        """Its kernel closes its sockets: every peer reads end-of-stream after one delay (what the
+        sockets held is sent first). With `kernel_too` (a power loss) what they held is gone."""
         for end in self._ends.pop(inc, []):
+            if kernel_too:
+                end.outbound.held.clear()
             if not end.closed:
                 end.closed = True
                 end.outbound.send(None)

@@ -115,7 +115,7 @@ class SimNode:
             return
         assert self.inc is not None and self.core is not None
         self.cluster.loop.kill(self.inc)
-        self.cluster.net.process_died(self.inc)
+        self.cluster.net.process_died(self.inc, kernel_too=power_loss)
         if power_loss:
             lost = self.disk.power_loss(self.core, rng or random.Random(0))
             self.note(f"power loss: unflushed bytes lost {dict(sorted(lost.items()))}")

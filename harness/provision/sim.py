@@ -89,6 +89,7 @@ class _Run:
         self.processes = itertools.count(spec.concurrency)
         self.stop = False
         self.errors: list[str] = []
+        self.t0 = 0.0
 
     def client(self, process: int, chooser: Any) -> SimQueueClient:
         spec = self.spec
@@ -157,9 +158,8 @@ class _Run:
             if c.recovered(spec.topic, spec.partitions, spec.replication_factor):
                 break
             await asyncio.sleep(0.5)
-        t0 = loop.time()
-        self.history._clock = lambda: int(round((loop.time() - t0) * 1e9))  # simulated ns since the workload began
-        nemesis = SimNemesis(c, self.faults, self.history, spec.topic)
+        self.t0 = loop.time()  # the history's time counts from here (`simulate`)
+        nemesis = SimNemesis(c, self.faults, self.history, spec.topic, spec.partitions)
         nemesis.start()
         workers = [loop.spawn(None, self.worker(w), name=f"worker {w}") for w in range(spec.concurrency)]
         await asyncio.sleep(spec.time_limit)
@@ -180,8 +180,14 @@ class _Run:
 def simulate(spec: RunSpec, workload: Workload, faults: list[PlannedFault], run_dir: Path,
              say: Callable[[str], None] = print) -> SimOutcome:
     """One simulated run into `run_dir`: history.jsonl, replicas/, nodes/. Deterministic in the seed."""
-    history = HistoryWriter(run_dir / "history.jsonl", clock=lambda: 0)
     with SimCluster(spec.seed, spec.nodes, settings=broker_settings(spec), bugs=tuple(spec.bugs)) as c:
+        r: _Run | None = None
+
+        def now_ns() -> int:
+            """Simulated nanoseconds since the workload began."""
+            return int(round((c.loop.time() - (r.t0 if r else 0.0)) * 1e9))
+
+        history = HistoryWriter(run_dir / "history.jsonl", clock=now_ns)
         r = _Run(spec, workload, faults, history, c)
         try:
             recovered, drained = c.loop.run_until_complete(r.main(say))

@@ -9,8 +9,12 @@ rules, signals and libfaketime.
 - clock: the victims' wall clocks are skewed by the planned seconds (`strobe` flips it each period).
 - power-loss: the victims lose power: what their logs did not fsync is lost or torn
   (`logsim.disk`); they restart in the planned order, after the planned delays.
+- stale-orders: the composition of `nemesis/stale_orders.py`, step by step (each step recorded as
+  the plain op it borrows, with a step id): the controller's traffic to a broker B is cut (held,
+  as TCP does), a leader A elsewhere is killed and restarted once re-elected, the controller is
+  cut from ZooKeeper until another takes over, then the cut lifts and the old orders reach B.
 
-Other families (`move` and the compositions) are not acted out yet: `preflight` refuses them for
+Other families (`move` and the other compositions) are not acted out yet: `preflight` refuses them for
 the sim provisioner with that sentence.
 """
 
@@ -27,8 +31,10 @@ from kernel.history import NEMESIS, HistoryWriter, OpType
 from kernel.nemesis import PlannedFault, Target
 from nemesis import grudge
 
-SUPPORTED = ("partition", "pause", "kill", "clock", "power-loss")
-STARTS = {"partition": ("start-partition", "stop-partition"), "pause": ("start-pause", "stop-pause"),
+SUPPORTED = ("partition", "pause", "kill", "clock", "power-loss", "stale-orders")
+COMPOSITE = ("stale-orders",)
+STARTS = {"stale-orders": ("start-stale-orders", "stop-stale-orders"),
+          "partition": ("start-partition", "stop-partition"), "pause": ("start-pause", "stop-pause"),
           "kill": ("start-kill", "stop-kill"), "clock": ("start-clock", "stop-clock"),
           "power-loss": ("start-power-loss", "stop-power-loss")}
 
@@ -44,8 +50,10 @@ def check_supported(names: list[str]) -> None:
 
 
 class SimNemesis:
-    def __init__(self, cluster: SimCluster, faults: list[PlannedFault], history: HistoryWriter, topic: str) -> None:
+    def __init__(self, cluster: SimCluster, faults: list[PlannedFault], history: HistoryWriter, topic: str,
+                 partitions: int) -> None:
         self.c = cluster
+        self.partition_count = partitions
         self.faults = faults
         self.history = history
         self.topic = topic
@@ -82,9 +90,17 @@ class SimNemesis:
     async def _life(self, f: PlannedFault, t0: float) -> None:
         loop = self.c.loop
         await asyncio.sleep(max(0.0, t0 + f.at_s - loop.time()))
-        value = self._start(f)
-        self.active[f.id] = (f, value)
-        self.history.append(NEMESIS, OpType.INFO, STARTS[f.family][0], value, fault=f.id)
+        if f.family in COMPOSITE:
+            planned = {"kind": f.kind, "planned": {k: t.describe() for k, t in f.targets.items()}}
+            self.history.append(NEMESIS, OpType.INFO, STARTS[f.family][0], planned, fault=f.id)
+            self.active[f.id] = (f, planned)
+            value = await self._stale_orders(f)
+            if f.id in self.active:
+                self.active[f.id] = (f, value)
+        else:
+            value = self._start(f)
+            self.active[f.id] = (f, value)
+            self.history.append(NEMESIS, OpType.INFO, STARTS[f.family][0], value, fault=f.id)
         await asyncio.sleep(max(0.0, t0 + f.at_s + f.duration_s - loop.time()))
         await self._stop(f.id)
 
@@ -140,6 +156,76 @@ class SimNemesis:
                                                                       float(f.params["period_s"])))
         return out
 
+    # --- compositions ----------------------------------------------------------------------------
+    def _step(self, f: PlannedFault, n: int, op: str, value: dict[str, Any]) -> str:
+        sid = f"{f.id}.{n}"
+        self.history.append(NEMESIS, OpType.INFO, op, {**value, "of": f.id}, fault=sid)
+        return sid
+
+    async def _wait_for(self, probe: Any, timeout_s: float) -> Any:
+        waited = 0.0
+        while waited <= timeout_s:
+            got = probe()
+            if got:
+                return got
+            await asyncio.sleep(0.1)
+            waited += 0.1
+        return None
+
+    async def _stale_orders(self, f: PlannedFault) -> dict[str, Any]:
+        c = self.c
+        key = int(f.params["key"])
+        timeout = 4 * float(f.params["session_timeout_s"])
+        out: dict[str, Any] = {"kind": f.kind, "key": key, "steps": {}}
+        ctrl = c.controller()
+        if ctrl is None:
+            return {**out, "skipped": "no controller"}
+        keys = [(key + i) % self.partitions() for i in range(self.partitions())]
+        led = [(k, c.leader(self.topic, k)) for k in keys]
+        k, a = next(((k, n) for k, n in led if n is not None and n != ctrl), (key, None))
+        if a is None:
+            return {**out, "skipped": "no partition has a leader other than the controller"}
+        b = next(n for n in c.names if n not in (ctrl, a))
+        out.update(key=k, controller=ctrl, restarted=a, receiver=b)
+        cut = {b: [ctrl]}
+        c.net.add_grudge(cut)
+        out["steps"]["cut"] = self._step(f, 1, "start-partition", {"kind": "cut", "grudge": cut, "ports": [9092]})
+        c.nodes[a].kill()
+        self._step(f, 2, "start-kill", {"kind": "one", "nodes": [a]})
+        moved = await self._wait_for(lambda: (lambda n: n if n not in (None, a) else None)(c.leader(self.topic, k)),
+                                     timeout)
+        out["reelected"] = moved
+        c.nodes[a].start()
+        self._step(f, 2, "stop-kill", {"kind": "one", "restarted": [a]})
+        iso = {n: [ctrl] for n in c.names if n != ctrl}
+        c.zk_drops.update((n, ctrl) for n in iso)
+        out["steps"]["isolate"] = self._step(f, 3, "start-partition", {"kind": "zookeeper", "grudge": iso,
+                                                                         "ports": ["zookeeper"]})
+        out["new_controller"] = await self._wait_for(
+            lambda: (lambda n: n if n not in (None, ctrl) else None)(c.controller()), timeout)
+        await asyncio.sleep(float(f.params["settle_s"]))
+        c.net.lift_grudge(cut)
+        self._step(f, 1, "stop-partition", {"kind": "cut", "healed": sorted(cut)})
+        del out["steps"]["cut"]
+        return out
+
+    def _stop_stale_orders(self, f: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+        c = self.c
+        steps = started.get("steps", {})
+        ctrl, receiver = started.get("controller"), started.get("receiver")
+        if "cut" in steps and ctrl and receiver:
+            c.net.lift_grudge({receiver: [ctrl]})
+            self._step(f, 1, "stop-partition", {"kind": "cut", "healed": [receiver]})
+        if "isolate" in steps and ctrl:
+            c.zk_drops.difference_update((n, ctrl) for n in c.names)
+            self._step(f, 3, "stop-partition", {"kind": "zookeeper", "healed": sorted(n for n in c.names if n != ctrl)})
+        if started.get("restarted"):
+            c.nodes[started["restarted"]].start()
+        return {k: v for k, v in started.items() if k != "steps"}
+
+    def partitions(self) -> int:
+        return self.partition_count
+
     async def _strobe(self, nodes: list[str], seconds: float, period: float) -> None:
         on = False
         while True:
@@ -155,7 +241,9 @@ class SimNemesis:
         f, started = item
         c = self.c
         value: dict[str, Any] = {"kind": f.kind}
-        if f.family == "partition":
+        if f.family in COMPOSITE:
+            value = self._stop_stale_orders(f, started)
+        elif f.family == "partition":
             g = started["grudge"]
             if f.kind == "zookeeper":
                 c.zk_drops.difference_update((dst, src) for dst, srcs in g.items() for src in srcs)
