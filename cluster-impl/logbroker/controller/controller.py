@@ -62,10 +62,29 @@ class Controller:
             loop = asyncio.get_running_loop()
 
             def fire(_event: Any) -> None:
-                loop.call_soon_threadsafe(lambda: asyncio.ensure_future(coro()))
+                loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._handle(name, coro)))
 
             self._watches[name] = fire
         return self._watches[name]
+
+    async def _handle(self, name: str, coro: Callable[[], Awaitable[None]]) -> None:
+        """Run a watch's handler until it succeeds or we stop being the controller. A ZooKeeper watch
+        is one-shot and the handler re-arms it with its read: a read that fails (a connection loss
+        while the watch fires) leaves no watch at all, and the controller would never hear of that
+        kind of change again (the simulator found it: no broker registered after a power loss got a
+        partition). Handlers re-read everything, so running one again is safe."""
+        delay = 0.2
+        while True:
+            try:
+                await coro()
+                return
+            except Exception as e:
+                if self.state is None:
+                    return
+                log.warning("controller: the %s watch handler failed (%s: %s); again in %.1f s",
+                            name, type(e).__name__, e, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 3.0)
 
     # --- failover (D) ----------------------------------------------------------------------------
     async def become_active(self, epoch: int) -> None:

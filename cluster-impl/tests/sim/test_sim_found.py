@@ -1,11 +1,9 @@
-"""What the simulator found in the clean broker: kept as seeds, so a fix shows up as a passing test."""
+"""What the simulator found in the clean broker, kept as seeds: each was a failure until its fix."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-
-import pytest
 
 from harness.provision.sim import simulate
 from harness.registry import build_test
@@ -41,18 +39,15 @@ def _recovers(seed: int, schedule: list[dict[str, object]], nemesis: str, tmp_pa
     return out.recovered and out.drained
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "controller: n2 takes over after a power loss and is cut from ZooKeeper for 0.6 s as n3 registers; the "
-    "/brokers/ids watch fires, on_brokers_changed's live_brokers() raises ConnectionLoss, and since only a "
-    "successful read re-arms the watch, the controller never hears of a broker again: no partition gets a "
-    "leader and the drain cannot finish"))
 def test_a_controller_whose_broker_watch_read_fails_still_sees_later_brokers(tmp_path: Path) -> None:
+    """n2 takes over after a power loss and is cut from ZooKeeper for 0.6 s as n3 registers: the
+    /brokers/ids watch fires, its re-read raises ConnectionLoss, and a watch is re-armed only by a
+    successful read. The controller now runs the handler again until it succeeds; before, it never
+    heard of a broker again, no partition got a leader and the drain could not finish."""
     assert _recovers(5026, SCHEDULE, "partition,pause,kill,clock,power-loss", tmp_path)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "not diagnosed yet: after the controller's isolation, a flaky link and a cut-short stale-orders, the "
-    "cluster does not recover within the recovery timeout; the loop records ZooKeeper ConnectionLoss in "
-    "n1's and n2's tasks (the watch loss above is the first suspect)"))
 def test_the_cluster_recovers_after_an_isolated_controller_and_stale_orders(tmp_path: Path) -> None:
+    """The controller's isolation, a flaky link and a cut-short stale-orders: the same lost watch
+    (ConnectionLoss in the handler) kept the cluster from recovering."""
     assert _recovers(5109, SCHEDULE_5109, "partition,pause,kill,clock,power-loss,stale-orders", tmp_path)
