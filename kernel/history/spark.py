@@ -19,7 +19,8 @@ Tables (keys, offsets and values are longs; process is a string):
 - `mops`: one row per fact about a key, `kind` saying which: `send` (a send micro-op: op type, value,
   offset when ok, pos in its op), `poll` (a record read: offset, value, pos in its key's list,
   `rebalanced` when the poll's rebalance log names the key), `keep` (an assign or subscribe op that
-  names the key), `reset` (a rebalance during a poll that revoked or assigned the key).
+  names the key), `reset` (a rebalance during a poll that revoked or assigned the key: an event of
+  the op's `rebalance-log`, `{"revoked": [keys], "assigned": [keys]}`, or Jepsen's `{"keys": [...]}`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pyspark.sql import types as T
 
 REBALANCE = T.ArrayType(
     T.StructType(
-        [T.StructField("revoked", T.ArrayType(T.LongType())), T.StructField("assigned", T.ArrayType(T.LongType()))]
+        [T.StructField(name, T.ArrayType(T.LongType())) for name in ("revoked", "assigned", "keys")]
     )
 )
 OP_SCHEMA = T.StructType(
@@ -167,8 +168,8 @@ def _mops(comp: DataFrame, unfinished: DataFrame) -> DataFrame:
     )
     rebalanced = F.array_distinct(F.flatten(F.transform(
         F.coalesce("rebalance_log", F.array()),
-        lambda e: F.concat(F.coalesce(e["revoked"], F.array().cast("array<long>")),
-                           F.coalesce(e["assigned"], F.array().cast("array<long>"))))))
+        lambda e: F.concat(*(F.coalesce(e[name], F.array().cast("array<long>"))
+                             for name in ("revoked", "assigned", "keys"))))))
     polls = (
         comp.where((F.col("type") == "ok") & F.col("f").isin("poll", "txn"))
         .select("*", rebalanced.alias("rb"), F.explode(F.from_json("value", "array<string>")).alias("mop"))
