@@ -72,18 +72,8 @@ def generate(path: Path, n_ops: int, seed: int = 1, keys: int = 16) -> int:
 
 
 def jvm_peak_mb() -> float:
-    total = 0.0
-    me = os.getpid()
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            status = (d / "status").read_text()
-        except OSError:
-            continue
-        if f"PPid:\t{me}\n" in status:
-            total += _hwm_mb(status)
-    return total
+    """Peak RSS of this process's children (the Spark JVM)."""
+    return _children_hwm(os.getpid())
 
 
 def _hwm_mb(status: str) -> float:
