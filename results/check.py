@@ -450,7 +450,7 @@ def print_summary(paths: list[Path], results: list[CheckResult | ChaosError]) ->
         worst = max(worst, code)
         counts[label] = counts.get(label, 0) + 1
         colour = {"VALID": "green", "INVALID": "red"}.get(label, "yellow")
-        console.print(f"[bold {colour}]{label:8}[/] {escape(str(path))}  {escape(detail)}")
+        console.print(f"[bold {colour}]{label:8}[/] {escape(str(path))}  {escape(detail)}", soft_wrap=True)
     console.print(f"{len(results)} checked: " + ", ".join(f"{n} {k.lower()}" for k, n in sorted(counts.items()))
-                  + f"; exit {worst}")
+                  + f"; exit {worst}", soft_wrap=True)
     return worst
