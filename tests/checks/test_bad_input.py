@@ -46,6 +46,8 @@ def test_truncated_last_line_is_a_warning_and_makes_it_incomplete(tmp_path: Path
          "does not increase"),
         ('{"index": 5, "time": 1, "process": 1, "type": "maybe", "f": "send", "value": []}', "is not one of invoke"),
         ('{"index": 5, "process": 1, "type": "invoke", "f": "send", "value": []}', "lacks time"),
+        ('{"index": 5, "time": 1, "process": 1, "type": "invoke", "f": "poll", "value": [["poll"]], '
+         '"rebalance-log": [{"revoked": "a"}]}', r"rebalance-log\[0\]\.revoked must be a list of keys"),
     ],
 )
 def test_malformed_lines_are_errors_naming_the_line(tmp_path: Path, line: str, why: str) -> None:
