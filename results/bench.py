@@ -1,9 +1,14 @@
-"""`make bench-check`: check time and peak memory for generated histories of 10^4 .. 10^7 ops.
+"""`make bench-check`: our check against Jepsen's own Kafka checker, side by side, on the same files.
 
 Histories are of a correct log (so the check does all its work and finds nothing): producers send
-to 16 keys, consumers poll forward in batches, a final drain reads everything. We report the
-SparkSession start-up (fixed overhead) separately from each check, and the per-op cost, so the
-growth can be read off. Peak memory is the JVM's VmHWM plus this process's max RSS.
+to 16 keys, consumers poll forward in batches, a final drain reads everything; plus a real run's
+history (`tests/results/fixtures/valid-kill-controller`). For each: our check on the warm session of
+this process, our check as a fresh `chaos check` process (session start included, 10^4 and the real
+run), and Jepsen's checker (`../shared/tools/jepsen-kafka/check`, a fresh JVM per history, as it is
+used) where it is present, with both times and the ratio, and peak memory (our JVM's VmHWM, this
+process's max RSS, Jepsen's JVM's VmHWM). Then many runs in one job: N small run directories checked
+by one `check_runs` call (warm), by one `chaos check DIR...` process, and by N `chaos check` processes
+one after another. Numbers go to bench-results/check.json; nothing here asserts a time.
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ import json
 import os
 import random
 import resource
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -64,19 +72,46 @@ def generate(path: Path, n_ops: int, seed: int = 1, keys: int = 16) -> int:
 
 
 def jvm_peak_mb() -> float:
-    total = 0.0
-    me = os.getpid()
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
+    """Peak RSS of this process's children (the Spark JVM)."""
+    return _children_hwm(os.getpid())
+
+
+def _hwm_mb(status: str) -> float:
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def timed_process(cmd: list[str], timeout: float = 3600) -> dict[str, object]:
+    """Run `cmd`, return its wall time, exit code and peak RSS (VmHWM of it and its children, polled)."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    peak = 0.0
+    while proc.poll() is None:
         try:
-            status = (d / "status").read_text()
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            peak = max(peak, _hwm_mb(status) + _children_hwm(proc.pid))
         except OSError:
-            continue
-        if f"PPid:\t{me}\n" in status:
-            for line in status.splitlines():
-                if line.startswith("VmHWM:"):
-                    total += int(line.split()[1]) / 1024
+            pass
+        if time.perf_counter() - t > timeout:
+            proc.kill()
+        time.sleep(0.1)
+    out = proc.stdout.read() if proc.stdout else ""
+    return {"wall_s": round(time.perf_counter() - t, 2), "exit": proc.returncode, "peak_mb": round(peak, 1),
+            "stdout_tail": out[-300:]}
+
+
+def _children_hwm(pid: int) -> float:
+    total = 0.0
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                status = (d / "status").read_text()
+            except OSError:
+                continue
+            if f"PPid:\t{pid}\n" in status:
+                total += _hwm_mb(status)
     return total
 
 
@@ -92,36 +127,67 @@ def fit(rows: list[dict]) -> dict[str, float] | None:  # type: ignore[type-arg]
     return {"fixed_s": round(my - b * mx, 2), "per_op_us": round(b * 1e6, 3)}
 
 
+REAL = Path(__file__).resolve().parents[1] / "tests" / "results" / "fixtures" / "valid-kill-controller"
+JEPSEN = Path(os.environ.get("JEPSEN_KAFKA_CHECK", Path(__file__).resolve().parents[1].parent.parent / "shared"
+                             / "tools" / "jepsen-kafka" / "check"))
+CHAOS = str(Path(sys.executable).parent / "chaos")
+
+
+def _jepsen(history: Path) -> dict[str, object] | None:
+    if not JEPSEN.is_file() or not shutil.which("java"):
+        return None
+    return timed_process([str(JEPSEN), "--summary", str(history)])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, default=Path("bench-results/check.json"))
-    ap.add_argument("--sizes", default="10000,100000,1000000,10000000")
+    ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--master", default="local[*]")
+    ap.add_argument("--runs", type=int, default=20, help="run directories for the many-runs comparison")
+    ap.add_argument("--run-ops", type=int, default=5000, help="ops per run directory there")
+    ap.add_argument("--separate", type=int, default=None,
+                    help="how many of them to check as separate processes (default: all; the rest is extrapolated)")
     args = ap.parse_args()
     from results.check import check_run
     from results.spark import get_spark
 
+    doc: dict[str, object] = {"master": args.master, "cores": os.cpu_count(), "jepsen": str(JEPSEN)}
     t0 = time.perf_counter()
     get_spark(args.master)
-    startup = time.perf_counter() - t0
+    doc["spark_startup_s"] = round(time.perf_counter() - t0, 2)
     # the first job in a fresh JVM pays class loading and JIT; measure it once on a tiny history
     with tempfile.TemporaryDirectory() as d:
         generate(Path(d) / "history.jsonl", 1000)
         t = time.perf_counter()
-        check_run(Path(d), spark_master=args.master, perf=False)
-        warmup = time.perf_counter() - t
-    print(f"spark start-up {startup:.1f} s, first (warm-up) check of 10^3 ops {warmup:.1f} s", flush=True)
+        check_run(Path(d), spark_master=args.master, perf=False, elle_cli="")
+        doc["warmup_check_s"] = round(time.perf_counter() - t, 2)
+    print(f"spark start-up {doc['spark_startup_s']} s, first check of 10^3 ops {doc['warmup_check_s']} s", flush=True)
     rows: list[dict] = []  # type: ignore[type-arg]
-    for n in [int(x) for x in args.sizes.split(",")]:
+    doc["runs"] = rows
+
+    def save() -> None:
+        doc["fit"] = fit([r for r in rows if r["name"] != "real"])
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(doc, indent=2))
+
+    cases: list[tuple[str, int | None]] = [("real", None)] + [(f"{int(n):.0e}", int(n)) for n in args.sizes.split(",")]
+    for name, n in cases:
         with tempfile.TemporaryDirectory() as d:
             run = Path(d)
             tg = time.perf_counter()
-            ops = generate(run / "history.jsonl", n)
+            if n is None:
+                shutil.copy(REAL / "history.jsonl", run / "history.jsonl")
+                shutil.copy(REAL / "test.json", run / "test.json")
+            else:
+                generate(run / "history.jsonl", n)
             gen_s = time.perf_counter() - tg
+            ops = len((run / "history.jsonl").read_bytes().splitlines())
             t = time.perf_counter()
-            r = check_run(run, spark_master=args.master, perf=False)
+            r = check_run(run, spark_master=args.master, perf=False, elle_cli="")
             dt = time.perf_counter() - t
-            row = {
+            row: dict[str, object] = {
+                "name": name,
                 "ops": ops,
                 "bytes": (run / "history.jsonl").stat().st_size,
                 "generate_s": round(gen_s, 2),
@@ -134,24 +200,58 @@ def main() -> int:
                 # the machine is shared: the 1-minute load average says how much of the time was ours
                 "load_avg_1m": round(os.getloadavg()[0], 2),
             }
+            if n is None or n <= 10_000:
+                row["fresh_process"] = timed_process(
+                    [CHAOS, "check", "--no-perf", "--elle-cli", "", "--spark-master", args.master, str(run)])
+            jep = _jepsen(run / "history.jsonl")
+            if jep is not None:
+                row["jepsen"] = jep
+                row["ratio_ours_to_jepsen"] = round(dt / float(jep["wall_s"]), 2)  # type: ignore[arg-type]
             rows.append(row)
             print(json.dumps(row), flush=True)
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(
-                json.dumps(
-                    {
-                        "spark_startup_s": round(startup, 2),
-                        "warmup_check_s": round(warmup, 2),
-                        "master": args.master,
-                        "cores": os.cpu_count(),
-                        "runs": rows,
-                        "fit": fit(rows),
-                    },
-                    indent=2,
-                )
-            )
-    print(f"fit: {fit(rows)}; written to {args.out}")
+            save()
+    doc["many_runs"] = many_runs(args.runs, args.run_ops, args.separate, args.master)
+    save()
+    print(json.dumps(doc["many_runs"]), flush=True)
+    print(f"fit: {doc['fit']}; written to {args.out}")
     return 0
+
+
+def many_runs(n: int, ops: int, separate: int | None, master: str) -> dict[str, object]:
+    """N run directories of `ops` ops: one job (warm), one `chaos check` process, N processes."""
+    from results.check import check_runs
+
+    with tempfile.TemporaryDirectory() as d:
+        dirs = []
+        for i in range(n):
+            run = Path(d) / f"run-{i:02d}"
+            run.mkdir()
+            generate(run / "history.jsonl", ops, seed=i + 1)
+            dirs.append(run)
+        t = time.perf_counter()
+        results = check_runs(dirs, spark_master=master, perf=False, elle_cli="")
+        warm = time.perf_counter() - t
+        one = timed_process([CHAOS, "check", "--no-perf", "--elle-cli", "", "--spark-master", master,
+                             *map(str, dirs)])
+        k = n if separate is None else min(separate, n)
+        t = time.perf_counter()
+        for run in dirs[:k]:
+            timed_process([CHAOS, "check", "--no-perf", "--elle-cli", "", "--spark-master", master, str(run)])
+        sep = time.perf_counter() - t
+        jep_t = None
+        if JEPSEN.is_file() and shutil.which("java"):
+            t = time.perf_counter()
+            for run in dirs[:k]:
+                _jepsen(run / "history.jsonl")
+            jep_t = time.perf_counter() - t
+        return {
+            "runs": n, "ops_per_run": ops, "all_valid": all(getattr(r, "valid", None) is True for r in results),
+            "one_job_warm_s": round(warm, 2), "one_process_s": one["wall_s"], "one_process_peak_mb": one["peak_mb"],
+            "separate_processes": k, "separate_s": round(sep, 2), "separate_extrapolated_s": round(sep * n / k, 2),
+            "jepsen_separate_s": round(jep_t, 2) if jep_t is not None else None,
+            "jepsen_extrapolated_s": round(jep_t * n / k, 2) if jep_t is not None else None,
+            "load_avg_1m": round(os.getloadavg()[0], 2),
+        }
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ must not turn every nightly run "unknown"; its absence is printed with every ver
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import time
@@ -179,33 +180,21 @@ def bad_types(test_json: dict[str, Any] | None, *, drained: bool = True) -> list
     return bad
 
 
-PER_KEY = "unseen/per-key"
+_views = itertools.count()
 
 
-def _as_rows(name: str, df: Any) -> Any:
-    from pyspark.sql import functions as F
+def _collect(spark: Any, queries: list[str]) -> dict[int, dict[str, dict[str, Any]]]:
+    """One Spark action for the given anomaly queries over every run: count and sample per (run,
+    type); `unseen/per-key` rows are kept whole (one per key)."""
+    from results.anomalies import PER_KEY
 
-    cols = [c for c in df.columns if c != "run"]
-    return df.select("run", F.lit(name).alias("type"), F.to_json(F.struct(*cols)).alias("ex"))
-
-
-def _collect(parts: list[Any]) -> dict[int, dict[str, dict[str, Any]]]:
-    """One Spark action for every checker of every run: union their rows, count and sample per
-    (run, type). `unseen/per-key` rows are kept whole (one per key)."""
-    from functools import reduce
-
-    from pyspark.sql import functions as F
-
-    if not parts:
+    if not queries:
         return {}
-    union = reduce(lambda a, b: a.unionByName(b), parts)
-    every = F.collect_list("ex")
-    rows = (
-        union.groupBy("run", "type")
-        .agg(F.count("*").alias("n"),
-             F.when(F.col("type") == PER_KEY, every).otherwise(F.slice(every, 1, EXAMPLES)).alias("ex"))
-        .collect()
-    )
+    union = "\nUNION ALL\n".join(queries)
+    rows = spark.sql(f"""
+        SELECT run, type, count(*) AS n,
+          CASE WHEN type = '{PER_KEY}' THEN collect_list(ex) ELSE slice(collect_list(ex), 1, {EXAMPLES}) END AS ex
+        FROM ({union}) GROUP BY run, type""").collect()
     out: dict[int, dict[str, dict[str, Any]]] = {}
     for r in rows:
         out.setdefault(int(r["run"]), {})[r["type"]] = {
@@ -214,43 +203,38 @@ def _collect(parts: list[Any]) -> dict[int, dict[str, dict[str, Any]]]:
 
 
 def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[int, dict[str, dict[str, Any]]], list[str]]:
-    """All checkers of all runs in one job; if that job fails, one by one, so a crashing checker is
-    named and reported "unknown" while the others still count (STYLE.md 7: a crash is never a pass)."""
-    from pyspark.sql import functions as F
+    """All checkers of all runs in one statement and one job; if that fails, group by group, so a
+    crashing checker is named and reported "unknown" while the others still count (STYLE.md 7: a
+    crash is never a pass)."""
+    from results.anomalies import CHECKERS, GROUPS, PER_KEY, group_sql
 
-    from results import anomalies
-
-    built: dict[str, Any] = {}
+    spark = fr.facts.sparkSession
+    view = f"chaos_facts_{next(_views)}"
+    fr.facts.createOrReplaceTempView(view)
     crashed: list[str] = []
-    for name, fn in anomalies.CHECKERS.items():
-        try:
-            df = fn(fr)
-            if df is not None:
-                built[name] = _as_rows(name, df)
-                if name == "unseen":
-                    built[PER_KEY] = _as_rows(PER_KEY, df.groupBy("run", "key").agg(F.count("*").alias("count")))
-        except Exception as e:
-            crashed.append(name)
-            warnings.append(f"checker {name} crashed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
     try:
-        found = _collect(list(built.values()))
-    except Exception:
-        log.warning("the combined check job failed; running checkers one by one to find the culprit")
-        found = {}
-        for name, part in built.items():
-            try:
-                for run, types in _collect([part]).items():
-                    found.setdefault(run, {}).update(types)
-            except Exception as e:
-                crashed.append(name.split("/")[0])
-                warnings.append(f"checker {name} crashed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
-    order = list(anomalies.CHECKERS)
+        try:
+            found = _collect(spark, [group_sql(g, view) for g in GROUPS])
+        except Exception:
+            log.warning("the combined check job failed; running checkers group by group to find the culprit")
+            found = {}
+            for g in GROUPS:
+                try:
+                    for run, types in _collect(spark, [group_sql(g, view)]).items():
+                        found.setdefault(run, {}).update(types)
+                except Exception as e:
+                    names = [t for t in g.types if t != PER_KEY]
+                    crashed.extend(names)
+                    warnings.append(f"checker {', '.join(names)} crashed: {type(e).__name__}: "
+                                    f"{str(e).splitlines()[0][:200]}")
+    finally:
+        spark.catalog.dropTempView(view)
     out: dict[int, dict[str, dict[str, Any]]] = {}
     for run, types in found.items():
         per_key = types.pop(PER_KEY, None)
         if per_key is not None and "unseen" in types:
             types["unseen"]["per_key"] = {str(e["key"]): int(e["count"]) for e in per_key["examples"]}
-        out[run] = {k: types[k] for k in sorted(types, key=order.index)}
+        out[run] = {k: types[k] for k in sorted(types, key=CHECKERS.index)}
     return out, sorted(set(crashed))
 
 
@@ -466,7 +450,7 @@ def print_summary(paths: list[Path], results: list[CheckResult | ChaosError]) ->
         worst = max(worst, code)
         counts[label] = counts.get(label, 0) + 1
         colour = {"VALID": "green", "INVALID": "red"}.get(label, "yellow")
-        console.print(f"[bold {colour}]{label:8}[/] {escape(str(path))}  {escape(detail)}")
+        console.print(f"[bold {colour}]{label:8}[/] {escape(str(path))}  {escape(detail)}", soft_wrap=True)
     console.print(f"{len(results)} checked: " + ", ".join(f"{n} {k.lower()}" for k, n in sorted(counts.items()))
-                  + f"; exit {worst}")
+                  + f"; exit {worst}", soft_wrap=True)
     return worst

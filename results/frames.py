@@ -21,6 +21,7 @@ failed_at, max_read_idx.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from kernel.history.spark import client_tables, file_path
+from kernel.history.spark import comp_sql, file_path, load_ops, mops_sql
 
 REPLICA_SCHEMA = T.StructType(
     [
@@ -52,10 +53,15 @@ class Frames:
     comp: DataFrame
     facts: DataFrame
     has_replicas: bool
+    views: tuple[str, ...] = ()
 
     def unpersist(self) -> None:
-        for df in (self.comp, self.facts):
-            df.unpersist()
+        self.facts.unpersist()
+        for v in self.views:
+            self.facts.sparkSession.catalog.dropTempView(v)
+
+
+_views = itertools.count()
 
 
 def partitions_for(spark: Any, nbytes: int) -> int:
@@ -64,32 +70,39 @@ def partitions_for(spark: Any, nbytes: int) -> int:
 
 
 def load_frames(spark: Any, histories: Sequence[Path], replicas: Sequence[Path | None] = ()) -> Frames:
-    """`histories[i]` is run i; `replicas[i]` its replica dump directory (or None)."""
+    """`histories[i]` is run i; `replicas[i]` its replica dump directory (or None). The keyed table
+    is materialised at once as a local checkpoint: its plan is then a leaf, so the anomaly statement
+    over it is analysed in a fraction of the time a deep cached plan costs."""
     nbytes = sum(p.stat().st_size for p in histories)
     parts = partitions_for(spark, nbytes)
     spark.conf.set("spark.sql.shuffle.partitions", str(parts))
-    t = client_tables(spark, histories)
-    comp = t.comp.cache()
-    rows = t.mops.select("*", F.lit(None).cast("long").alias("epoch"))
+    n = next(_views)
+    ops_v, comp_v, rep_v = f"chaos_ops_{n}", f"chaos_comp_{n}", f"chaos_replicas_{n}"
+    ops = load_ops(spark, histories)
+    ops.createOrReplaceTempView(ops_v)
+    comp = spark.sql(comp_sql(ops_v))
+    comp.createOrReplaceTempView(comp_v)
     reps = load_replicas(spark, list(replicas))
+    rows = f"SELECT *, CAST(NULL AS BIGINT) AS epoch FROM ({mops_sql(comp_v)})"
     if reps is not None:
-        rows = rows.unionByName(reps)
-    rows = rows.repartition(parts, "run", "key")
-    in_vo = F.col("kind").isin("send", "poll") & F.col("offset").isNotNull()
-    by_key = Window.partitionBy("run", "key")
-    order = by_key.orderBy(F.when(in_vo, 0).otherwise(1), "offset")
-    by_value = Window.partitionBy("run", "key", "value")
-    with_idx = rows.select("*", F.when(in_vo, F.dense_rank().over(order) - 1).alias("idx"))
-    facts = with_idx.select(
-        "*",
-        F.max(F.when(F.col("kind").isin("send", "poll"), F.col("idx"))).over(by_value).alias("vidx"),
-        F.max(F.col("kind") == "poll").over(by_value).alias("polled"),
-        F.max(F.col("kind") == "send").over(by_value).alias("sent"),
-        F.max(F.when((F.col("kind") == "send") & (F.col("type") == "fail"), F.col("index"))).over(by_value)
-        .alias("failed_at"),
-        F.max(F.when(F.col("kind") == "poll", F.col("idx"))).over(by_key).alias("max_read_idx"),
-    ).select("*", F.coalesce("idx", "vidx").alias("at")).cache()
-    return Frames(t.ops, comp, facts, reps is not None)
+        reps.createOrReplaceTempView(rep_v)
+        rows += f" UNION ALL SELECT * FROM {rep_v}"
+    in_vo = "kind IN ('send', 'poll') AND `offset` IS NOT NULL"
+    facts = spark.sql(f"""
+      SELECT *, coalesce(idx, vidx) AS at FROM (
+        SELECT *,
+          max(CASE WHEN kind IN ('send', 'poll') THEN idx END) OVER v AS vidx,
+          max(kind = 'poll') OVER v AS polled,
+          max(kind = 'send') OVER v AS sent,
+          max(CASE WHEN kind = 'send' AND type = 'fail' THEN index END) OVER v AS failed_at,
+          max(CASE WHEN kind = 'poll' THEN idx END) OVER (PARTITION BY run, key) AS max_read_idx
+        FROM (
+          SELECT *, CASE WHEN {in_vo} THEN dense_rank() OVER (
+              PARTITION BY run, key ORDER BY CASE WHEN {in_vo} THEN 0 ELSE 1 END, `offset`) - 1 END AS idx
+          FROM (SELECT /*+ REPARTITION({parts}, run, key) */ * FROM ({rows})))
+        WINDOW v AS (PARTITION BY run, key, value))""").localCheckpoint(eager=True)
+    return Frames(ops, spark.sql(f"SELECT * FROM {comp_v} WHERE part = 'comp'"), facts, reps is not None,
+                  (ops_v, comp_v, rep_v))
 
 
 def load_replicas(spark: Any, dirs: list[Path | None]) -> DataFrame | None:

@@ -84,6 +84,23 @@ def _mop(m: Any, where: str, completed_ok: bool, f: str) -> None:
         raise LineProblem(f"{where} of a poll that did not complete ok must be ['poll'], not {_show(m)}")
 
 
+def _rebalance_log(log: Any) -> None:
+    """`rebalance-log`: the rebalances during a poll, `[{"revoked": [keys], "assigned": [keys]}, ...]`
+    (Jepsen's own histories name the keys as `"keys"`)."""
+    if not isinstance(log, list):
+        raise LineProblem(f"rebalance-log must be a list of rebalances, not {_show(log)}")
+    for i, event in enumerate(log):
+        if not isinstance(event, dict):
+            raise LineProblem(f"rebalance-log[{i}] must be an object like {{\"revoked\": [...], \"assigned\": [...]}}, "
+                              f"not {_show(event)}")
+        for name in ("revoked", "assigned", "keys"):
+            keys = event.get(name, [])
+            if not isinstance(keys, list):
+                raise LineProblem(f"rebalance-log[{i}].{name} must be a list of keys, not {_show(keys)}")
+            for j, k in enumerate(keys):
+                _key(k, f"rebalance-log[{i}].{name}[{j}]")
+
+
 def _send_value(m: list[Any]) -> Any:
     return m[2][1] if isinstance(m[2], list) else m[2]
 
@@ -109,6 +126,8 @@ def check_line(d: Any) -> Op:
     if "final" in d and type(d["final"]) is not bool:
         raise LineProblem(f"final must be true or false, not {_show(d['final'])}")
     extra = {k: v for k, v in d.items() if k not in CORE}
+    if "rebalance-log" in d:
+        _rebalance_log(d["rebalance-log"])
     if process == NEMESIS:
         return Op(index, time, process, typ, f, d.get("value"), extra)
     if f not in CLIENT_FS:

@@ -13,29 +13,31 @@ A `value` mixes types (`["send", k, [offset, v]]`, `["poll", {"k": [[o, v], ...]
 Spark schema can hold, so it is parsed in steps: the op with `value` as raw JSON text, then each
 micro-op as an array of raw JSON strings, then each part with its own type.
 
-Tables (keys, offsets and values are longs; process is a string):
+The tables are SQL over a temporary view of the ops (`client_sql`), so building them is two
+statements analysed by Spark, not dozens of DataFrame calls (for a small history, building the plan
+cost more than running it). Tables (keys, offsets and values are longs; process is a string):
 - `ops`: every line; `comp`: client completions joined to their invokes (latency, both values), with
   `n_assign`, how many assign/subscribe ops the process had completed (ok or info) up to this one;
 - `mops`: one row per fact about a key, `kind` saying which: `send` (a send micro-op: op type, value,
   offset when ok, pos in its op), `poll` (a record read: offset, value, pos in its key's list,
   `rebalanced` when the poll's rebalance log names the key), `keep` (an assign or subscribe op that
-  names the key), `reset` (a rebalance during a poll that revoked or assigned the key).
+  names the key), `reset` (a rebalance during a poll that revoked or assigned the key: an event of
+  the op's `rebalance-log`, `{"revoked": [keys], "assigned": [keys]}`, or Jepsen's `{"keys": [...]}`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 REBALANCE = T.ArrayType(
     T.StructType(
-        [T.StructField("revoked", T.ArrayType(T.LongType())), T.StructField("assigned", T.ArrayType(T.LongType()))]
+        [T.StructField(name, T.ArrayType(T.LongType())) for name in ("revoked", "assigned", "keys")]
     )
 )
 OP_SCHEMA = T.StructType(
@@ -56,13 +58,6 @@ KEY_OPS = ("assign", "subscribe")
 #: the columns of `mops`, in order (every kind fills the ones it knows, the rest are null)
 MOP_COLUMNS = ("run", "key", "kind", "process", "index", "type", "pos", "offset", "value", "final", "rebalanced",
                "n_assign")
-
-
-@dataclass
-class ClientTables:
-    ops: DataFrame
-    comp: DataFrame
-    mops: DataFrame
 
 
 def file_path(col: Column) -> Column:
@@ -87,118 +82,67 @@ def load_ops(spark: Any, histories: Sequence[Path]) -> DataFrame:
     )
 
 
-def _null(kind: str) -> Column:
-    return F.lit(None).cast(kind)
+_EMPTY = "CAST(array() AS array<bigint>)"
+#: every key a completion's rebalance log names (revoked, assigned, or Jepsen's `keys`)
+REBALANCED = ("coalesce(array_distinct(flatten(transform(rebalance_log, e -> concat("
+              + ", ".join(f"coalesce(e.{n}, {_EMPTY})" for n in ("revoked", "assigned", "keys"))
+              + f")))), {_EMPTY})")
+KEY_FS_SQL = ", ".join(f"'{f}'" for f in KEY_OPS)
 
 
-def client_tables(spark: Any, histories: Sequence[Path]) -> ClientTables:
-    ops = load_ops(spark, histories)
-    client = ops.where(F.col("process") != "nemesis")
-    w = Window.partitionBy("run", "process").orderBy("index")
-    key_done = F.col("f").isin(*KEY_OPS) & F.col("type").isin("ok", "info")
-    paired = client.select(
-        "*",
-        F.lag("index").over(w).alias("inv_index"),
-        F.lag("time").over(w).alias("inv_time"),
-        F.lag("value").over(w).alias("inv_value"),
-        F.lag("type").over(w).alias("inv_type"),
-        F.lead("type").over(w).alias("next_type"),
-        F.sum(key_done.cast("int")).over(w.rowsBetween(Window.unboundedPreceding, 0)).alias("n_assign"),
-    )
-    comp = (
-        paired.where((F.col("type") != "invoke") & (F.col("inv_type") == "invoke"))
-        .select(
-            "run",
-            "index",
-            "inv_index",
-            "process",
-            "type",
-            "f",
-            "time",
-            "inv_time",
-            (F.col("time") - F.col("inv_time")).alias("latency"),
-            "value",
-            "inv_value",
-            F.coalesce("final", F.lit(False)).alias("final"),
-            "n_assign",
-            F.col("rebalance-log").alias("rebalance_log"),
-        )
-    )
-    # unfinished invokes (a crashed run) count as info: their sends may have happened
-    unfinished = paired.where((F.col("type") == "invoke") & F.col("next_type").isNull()).select(
-        "run",
-        "index",
-        "process",
-        F.lit("info").alias("type"),
-        "f",
-        F.col("value").alias("inv_value"),
-        _null("string").alias("value"),
-        F.coalesce("final", F.lit(False)).alias("final"),
-        "n_assign",
-    )
-    return ClientTables(ops, comp, _mops(comp, unfinished))
+def comp_sql(ops: str) -> str:
+    """Client completions of the ops view `ops`, each joined to its invoke by a window over the
+    process (a process runs one op at a time), with `n_assign`; and unfinished invokes as `info`."""
+    return f"""
+      WITH paired AS (
+        SELECT *, lag(index) OVER w AS inv_index, lag(time) OVER w AS inv_time, lag(value) OVER w AS inv_value,
+          lag(type) OVER w AS inv_type, lead(type) OVER w AS next_type,
+          sum(CASE WHEN f IN ({KEY_FS_SQL}) AND type IN ('ok', 'info') THEN 1 ELSE 0 END) OVER (
+            PARTITION BY run, process ORDER BY index ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS n_assign
+        FROM {ops} WHERE process <> 'nemesis'
+        WINDOW w AS (PARTITION BY run, process ORDER BY index))
+      SELECT run, index, inv_index, process, type, f, time, inv_time, time - inv_time AS latency, value,
+        inv_value, coalesce(final, false) AS final, n_assign, `rebalance-log` AS rebalance_log, 'comp' AS part
+      FROM paired WHERE type <> 'invoke' AND inv_type = 'invoke'
+      UNION ALL
+      SELECT run, index, NULL, process, 'info', f, time, NULL, NULL, CAST(NULL AS STRING), value,
+        coalesce(final, false), n_assign, NULL, 'unfinished'
+      FROM paired WHERE type = 'invoke' AND next_type IS NULL
+    """
 
 
-def _mops(comp: DataFrame, unfinished: DataFrame) -> DataFrame:
-    send_src = comp.select(*unfinished.columns).unionByName(unfinished).where(F.col("f").isin("send", "txn"))
-    sends = (
-        send_src.select(
-            "*",
-            F.posexplode(F.from_json("inv_value", "array<string>")).alias("pos", "imop"),
-            F.from_json("value", "array<string>").alias("cmops"),
-        )
-        .select("*", F.from_json("imop", "array<string>").alias("im"),
-                F.from_json(F.get("cmops", F.col("pos")), "array<string>").alias("cm"))
-        .where(F.get("im", 0) == "send")
-        .select(
-            "run",
-            F.get("im", 1).cast("long").alias("key"),
-            F.lit("send").alias("kind"),
-            "process",
-            "index",
-            "type",
-            "pos",
-            F.when(F.col("type") == "ok", F.get(F.from_json(F.get("cm", 2), "array<long>"), 0)).alias("offset"),
-            F.get("im", 2).cast("long").alias("value"),
-            "final",
-            F.lit(False).alias("rebalanced"),
-            "n_assign",
-        )
-    )
-    rebalanced = F.array_distinct(F.flatten(F.transform(
-        F.coalesce("rebalance_log", F.array()),
-        lambda e: F.concat(F.coalesce(e["revoked"], F.array().cast("array<long>")),
-                           F.coalesce(e["assigned"], F.array().cast("array<long>"))))))
-    polls = (
-        comp.where((F.col("type") == "ok") & F.col("f").isin("poll", "txn"))
-        .select("*", rebalanced.alias("rb"), F.explode(F.from_json("value", "array<string>")).alias("mop"))
-        .select("*", F.from_json("mop", "array<string>").alias("m"))
-        .where(F.get("m", 0) == "poll")
-        .select("*", F.explode(F.from_json(F.get("m", 1), POLL_MAP)).alias("k", "pairs"))
-        .select("*", F.col("k").cast("long").alias("key"), F.posexplode("pairs").alias("pos", "pair"))
-        .select(
-            "run",
-            "key",
-            F.lit("poll").alias("kind"),
-            "process",
-            "index",
-            "type",
-            "pos",
-            F.get("pair", 0).alias("offset"),
-            F.get("pair", 1).alias("value"),
-            "final",
-            F.array_contains("rb", F.col("key")).alias("rebalanced"),
-            "n_assign",
-        )
-    )
-    keeps = comp.where(F.col("f").isin(*KEY_OPS) & F.col("type").isin("ok", "info")).select(
-        "run", F.explode(F.from_json("value", "array<long>")).alias("key"), F.lit("keep").alias("kind"),
-        "process", "index", "type")
-    resets = comp.where(F.col("rebalance_log").isNotNull() & F.col("type").isin("ok", "info")).select(
-        "run", F.explode(rebalanced).alias("key"), F.lit("reset").alias("kind"), "process", "index", "type")
-    out = sends.unionByName(polls)
-    for part in (keeps, resets):
-        out = out.unionByName(part.select(
-            *part.columns, _null("int").alias("pos"), _null("long").alias("offset"), _null("long").alias("value"),
-            F.lit(False).alias("final"), F.lit(False).alias("rebalanced"), _null("long").alias("n_assign")))
-    return out.select(*MOP_COLUMNS)
+def mops_sql(comp: str) -> str:
+    """One row per fact about a key (columns `MOP_COLUMNS`) from the completions view `comp`."""
+    nulls = "CAST(NULL AS INT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), false, false, CAST(NULL AS BIGINT)"
+    return f"""
+      SELECT run, CAST(get(im, 1) AS BIGINT) AS key, 'send' AS kind, process, index, type, pos,
+        CASE WHEN type = 'ok' THEN get(from_json(get(cm, 2), 'array<bigint>'), 0) END AS `offset`,
+        CAST(get(im, 2) AS BIGINT) AS value, final, false AS rebalanced, n_assign
+      FROM (
+        SELECT *, from_json(imop, 'array<string>') AS im, from_json(get(cmops, pos), 'array<string>') AS cm
+        FROM (
+          SELECT *, from_json(value, 'array<string>') AS cmops
+          FROM (SELECT *, posexplode(from_json(inv_value, 'array<string>')) AS (pos, imop)
+                FROM {comp} WHERE f IN ('send', 'txn'))))
+      WHERE get(im, 0) = 'send'
+      UNION ALL
+      SELECT run, key, 'poll', process, index, type, pos, get(pair, 0), get(pair, 1), final,
+        array_contains(rb, key), n_assign
+      FROM (
+        SELECT *, CAST(k AS BIGINT) AS key, posexplode(pairs) AS (pos, pair)
+        FROM (
+          SELECT *, explode(from_json(get(m, 1), 'map<string,array<array<bigint>>>')) AS (k, pairs)
+          FROM (
+            SELECT *, from_json(mop, 'array<string>') AS m
+            FROM (SELECT *, {REBALANCED} AS rb, explode(from_json(value, 'array<string>')) AS mop
+                  FROM {comp} WHERE part = 'comp' AND type = 'ok' AND f IN ('poll', 'txn')))
+          WHERE get(m, 0) = 'poll'))
+      UNION ALL
+      SELECT run, key, 'keep', process, index, type, {nulls}
+      FROM (SELECT *, explode(from_json(value, 'array<bigint>')) AS key
+            FROM {comp} WHERE part = 'comp' AND f IN ({KEY_FS_SQL}) AND type IN ('ok', 'info'))
+      UNION ALL
+      SELECT run, key, 'reset', process, index, type, {nulls}
+      FROM (SELECT *, explode({REBALANCED}) AS key
+            FROM {comp} WHERE part = 'comp' AND rebalance_log IS NOT NULL AND type IN ('ok', 'info'))
+    """

@@ -35,7 +35,7 @@ def spark() -> Any:
     return get_spark("local[2]")
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def elle_cli() -> str:
     """The real elle-cli, or a skip that says how to get one."""
     if ELLE_CLI is None:
@@ -43,7 +43,7 @@ def elle_cli() -> str:
     return ELLE_CLI
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def jepsen_check() -> str:
     """Jepsen's own Kafka checker, or a skip that says why."""
     if JEPSEN_CHECK is None:

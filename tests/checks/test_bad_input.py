@@ -46,6 +46,8 @@ def test_truncated_last_line_is_a_warning_and_makes_it_incomplete(tmp_path: Path
          "does not increase"),
         ('{"index": 5, "time": 1, "process": 1, "type": "maybe", "f": "send", "value": []}', "is not one of invoke"),
         ('{"index": 5, "process": 1, "type": "invoke", "f": "send", "value": []}', "lacks time"),
+        ('{"index": 5, "time": 1, "process": 1, "type": "invoke", "f": "poll", "value": [["poll"]], '
+         '"rebalance-log": [{"revoked": "a"}]}', r"rebalance-log\[0\]\.revoked must be a list of keys"),
     ],
 )
 def test_malformed_lines_are_errors_naming_the_line(tmp_path: Path, line: str, why: str) -> None:
@@ -74,3 +76,27 @@ def test_chaos_check_cli_exit_codes(tmp_path: Path) -> None:
     assert json.loads((torn / "results.json").read_text())["valid"] == "unknown"
     res = run_chaos("check", str(tmp_path / "missing"))
     assert res.returncode == 3 and "does not exist" in res.stderr
+
+
+@pytest.mark.spark
+def test_many_paths_each_get_their_own_verdict_and_the_worst_exit_code(
+        spark: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One bad path does not stop the others; a torn history is unknown, a good one valid; the
+    summary says so per path and the exit code is the worst (a usage error, 3)."""
+    from kernel.errors import UsageError
+    from results.check import CheckResult, check_runs, print_summary
+
+    good, torn = tmp_path / "good", tmp_path / "torn"
+    for d in (good, torn):
+        d.mkdir()
+    _write(good, _good())
+    _write(torn, [*_good(), '{"index": 2, "ti'], newline=False)
+    paths = [tmp_path / "missing", good, torn]
+    got = check_runs(paths, spark_master="local[2]", perf=False, elle_cli="")
+    assert isinstance(got[0], UsageError)
+    assert isinstance(got[1], CheckResult) and isinstance(got[2], CheckResult)
+    assert got[1].valid is True
+    assert got[2].valid == "unknown" and json.loads((torn / "results.json").read_text())["valid"] == "unknown"
+    assert print_summary(paths, got) == 3
+    err = capsys.readouterr().err
+    assert "ERROR" in err and "does not exist" in err and "3 checked" in err and "UNKNOWN" in err

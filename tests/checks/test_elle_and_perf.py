@@ -154,3 +154,21 @@ def test_perf_facts_from_a_history_with_a_fault_window(spark: Any, tmp_path: Pat
     assert len(faults) == 1 and faults[0]["family"] == "partition"
     assert faults[0]["recovery_s"] is not None and faults[0]["recovery_s"] > 0
     assert r.perf["fault_windows"] == 1
+
+
+@pytest.mark.spark
+def test_perf_facts_of_many_runs_in_one_job_stay_with_their_run(spark: Any, tmp_path: Path) -> None:
+    import pandas as pd
+
+    runs = []
+    for case in ("valid-basic", "lost-write", "poll-skip"):
+        shutil.copytree(HERE / "corpus" / case, tmp_path / case)
+        runs.append(tmp_path / case)
+    got = check_runs(runs, spark_master="local[2]", elle_cli="")
+    for run, r in zip(runs, got, strict=True):
+        assert isinstance(r, CheckResult)
+        lines = [json.loads(x) for x in (run / "history.jsonl").read_text().splitlines()]
+        lat = pd.read_parquet(run / "perf" / "latency.parquet")
+        assert len(lat) == sum(1 for d in lines if d["type"] != "invoke"), run.name
+        assert sorted(lat["time_s"] * 1e9) == pytest.approx(sorted(d["time"] for d in lines if d["type"] != "invoke"))
+        assert r.perf["fault_windows"] == 0 and r.timings["runs_in_job"] == 3
