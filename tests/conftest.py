@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,3 +103,15 @@ def run_chaos(*args: str, env: dict[str, str] | None = None, timeout: float = 30
     return subprocess.run(
         [CHAOS, *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
     )
+
+
+def until(what: str, pred: Callable[[], bool], step: Callable[[], None], timeout: float = 60) -> None:
+    """Call `step` until `pred()` holds; AssertionError naming `what` after `timeout` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        step()
+        if pred():
+            return
+    raise AssertionError(f"timed out waiting for {what}")

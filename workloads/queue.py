@@ -71,7 +71,8 @@ DRAIN_POLL_TIMEOUT_S = 1.0
 WATERMARK_PATIENCE_S = 60.0
 #: the share of a subscribing worker's ops that leave the group and join it again
 REJOIN_FRACTION = 0.02
-COMMIT_TIMEOUT_S = 10.0
+#: how long a leaving member serves its revocation before it closes
+LEAVE_TIMEOUT_S = 5.0
 
 _quiet = logging.getLogger("chaos.librdkafka")
 _quiet.addHandler(logging.NullHandler())
@@ -370,9 +371,23 @@ class QueueClient:
     def _close_consumer(self) -> None:
         if self.consumer is not None:
             with contextlib.suppress(KafkaException, RuntimeError):
-                self.consumer.close()  # a group member leaves its group (LeaveGroup)
+                if self.subscribed:
+                    self._leave_group()
+                self.consumer.close()
             self.consumer = None
         self.subscribed = False
+
+    def _leave_group(self) -> None:
+        """Unsubscribe and serve the revocation before `close()`. confluent-kafka holds the GIL while
+        librdkafka completes the unassign that follows a rebalance callback; inside `close()` (a
+        terminating group) that unassign can wait forever, and with the GIL held the whole harness
+        stops (seen under partitions: every worker and the nemesis frozen). Revoked here, through
+        ordinary `consume()` calls, `close()` has nothing left to revoke."""
+        assert self.consumer is not None
+        self.consumer.unsubscribe()  # LeaveGroup; the revocation is served by the next consume()
+        deadline = time.monotonic() + LEAVE_TIMEOUT_S
+        while self.consumer.assignment() and time.monotonic() < deadline:
+            self.consumer.consume(POLL_BATCH, 0.1)  # records read here are dropped: no op returns them
 
     def close(self) -> None:
         self._close_consumer()

@@ -177,3 +177,17 @@ def test_incremental_response_rotates_served_partitions(core: BrokerCore) -> Non
     core._fetch_response(ctx, replica_id=2, max_bytes=1)  # budget for one partition only
     assert list(ctx.partitions) == [(TOPIC, 1), (TOPIC, 2), (TOPIC, 0)]
     assert core.partitions[TopicPartition(TOPIC, 0)].leo == 1
+
+
+def test_only_the_first_partition_may_exceed_the_response_budget(core: BrokerCore) -> None:
+    """KIP-74: the first partition with data returns a batch however large; the others only what fits
+    in the rest of the request's max_bytes (a response over the client's receive.message.max.bytes is
+    dropped by librdkafka and asked again forever)."""
+    ctx = core.fetch_sessions.new_context(0, 0, {(TOPIC, i): sp(0) for i in range(3)}, [], now_ms=0)
+    for i in range(3):
+        core.handle(0, 7, produce_req(TOPIC, i, batch([b"x" * 1000])))
+    body = core._fetch_response(ctx, replica_id=2, max_bytes=1500)
+    sizes = {p["partition_index"]: len(p["records"]) for t in body["responses"] for p in t["partitions"]}
+    assert sizes[0] > 1000 and sizes.get(1, 0) == 0 and sizes.get(2, 0) == 0
+    body = core._fetch_response(ctx, replica_id=2, max_bytes=1)  # over budget at once: still one batch
+    assert sum(len(p["records"]) for t in body["responses"] for p in t["partitions"]) > 1000

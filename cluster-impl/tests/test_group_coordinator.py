@@ -44,6 +44,23 @@ def join(core: BrokerCore, member: str) -> Reply:
                               "protocols": [{"name": "range", "metadata": b"sub"}]})
 
 
+def create_topic(core: BrokerCore, name: str, partitions: int) -> None:
+    made = answer(call(core, 19, 4, {"topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1,
+                                                 "assignments": [], "configs": []}],
+                                     "timeout_ms": 1000, "validate_only": False}))
+    assert made is not None and made["topics"][0]["error_code"] == 0
+
+
+def commit(core: BrokerCore, generation: int, member: str, topic: str, partition: int, offset: int) -> int:
+    """OffsetCommit v6 of one partition: its error code."""
+    got = answer(call(core, 8, 6, {"group_id": G, "generation_id_or_member_epoch": generation, "member_id": member,
+                                   "topics": [{"name": topic, "partitions": [
+                                       {"partition_index": partition, "committed_offset": offset,
+                                        "committed_leader_epoch": -1, "committed_metadata": ""}]}]}))
+    assert got is not None
+    return int(got["topics"][0]["partitions"][0]["error_code"])
+
+
 def describe(core: BrokerCore) -> Any:
     body = answer(call(core, 15, 4, {"groups": [G]}))
     assert body is not None
@@ -74,6 +91,7 @@ def test_a_generation_commits_expires_and_survives_a_restart(tmp_path: Path, clo
     synced = answer(call(core, 14, 2, {"group_id": G, "generation_id": 1, "member_id": member,
                                        "assignments": [{"member_id": member, "assignment": b"all"}]}))
     assert synced == {"throttle_time_ms": 0, "error_code": 0, "assignment": b"all"}
+    create_topic(core, "t", 2)
     committed = answer(call(core, 8, 6, {"group_id": G, "generation_id_or_member_epoch": 1, "member_id": member,
                                          "topics": [{"name": "t", "partitions": [{"partition_index": 0,
                                                                                   "committed_offset": 42,
@@ -106,4 +124,20 @@ def test_requests_for_a_group_led_elsewhere_are_not_coordinator(tmp_path: Path, 
     assert got is not None and got["error_code"] == Err.NOT_COORDINATOR
     fetched = answer(call(core, 9, 7, {"group_id": G, "topics": None, "require_stable": False}))
     assert fetched is not None and fetched["error_code"] == Err.NOT_COORDINATOR
+    core.close()
+
+
+def test_offsets_of_a_topic_or_partition_that_does_not_exist_are_refused(tmp_path: Path, clock: ManualClock) -> None:
+    """As Kafka (librdkafka's 0030_offset_commit checks it): UNKNOWN_TOPIC_OR_PARTITION, nothing stored."""
+    core = make_core(tmp_path, clock)
+    found = answer(call(core, 10, 2, {"key": G, "key_type": 0}))
+    assert found is not None and found["error_code"] == 0
+    create_topic(core, "real", 1)
+    assert commit(core, -1, "", "nowhere", 0, 123) == Err.UNKNOWN_TOPIC_OR_PARTITION
+    assert commit(core, -1, "", "real", 1, 456) == Err.UNKNOWN_TOPIC_OR_PARTITION
+    assert commit(core, -1, "", "real", 0, 7) == Err.NONE
+    fetched = answer(call(core, 9, 7, {"group_id": G, "topics": None, "require_stable": False}))
+    assert fetched is not None
+    assert [(t["name"], [(p["partition_index"], p["committed_offset"]) for p in t["partitions"]])
+            for t in fetched["topics"]] == [("real", [(0, 7)])]
     core.close()

@@ -128,6 +128,9 @@ def test_commit_rules() -> None:
     g2.join(0, args(b, protocols=(("x", b""), ("range", b"s"))), new_id)
     g2.join(0, args(a), new_id)
     assert g2.state is GroupState.COMPLETING and g2.may_commit(0, a, 3) == Err.REBALANCE_IN_PROGRESS
+    # a commit of the generation before, made while the new one completes: ILLEGAL_GENERATION, as Kafka
+    assert g2.may_commit(0, a, 2) == Err.ILLEGAL_GENERATION
+    assert g2.may_commit(0, "gone", 3) == Err.UNKNOWN_MEMBER_ID
 
 
 def test_snapshot_restores_a_stable_group() -> None:

@@ -11,8 +11,6 @@ the committed offsets, as the coordinator answers them, are sampled throughout: 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,6 +18,7 @@ import pytest
 from harness.db.logbroker import LogbrokerDB
 from harness.db.settings import BrokerSettings
 from kernel.db import Cluster
+from tests.conftest import until
 
 pytestmark = pytest.mark.docker
 quiet = logging.getLogger("quiet-groups-containers")
@@ -78,14 +77,6 @@ def _kafka_python_step(k: Any, who: str, ledger: Ledger) -> None:
             return
         ledger.commits.extend((who, tp.partition, o) for tp, o in nxt.items())
 
-
-def until(what: str, pred: Callable[[], bool], step: Callable[[], None], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        step()
-        if pred():
-            return
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_real_clients_share_rebalance_and_resume_after_the_coordinator_dies(docker_cluster) -> None:  # type: ignore[no-untyped-def]

@@ -5,10 +5,8 @@ a worker that rejoins hands its keys over at the offsets it committed."""
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,6 +16,7 @@ from brokerlib import BrokerProc  # noqa: E402
 from kernel.history import OpType  # noqa: E402
 from kernel.spec import build_spec  # noqa: E402
 from kernel.workload import ClientContext, Completion, Invocation  # noqa: E402
+from tests.conftest import until  # noqa: E402
 from workloads.queue import QueueClient, group_id  # noqa: E402
 
 KEYS = [0, 1, 2, 3]
@@ -64,14 +63,6 @@ class Member:
     def poll(self) -> Completion:
         return self.play(Invocation("poll", [["poll"]]))
 
-
-def until(what: str, pred: Any, step: Any, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        step()
-        if pred():
-            return
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_two_subscribers_share_the_group_record_rebalances_and_commit(broker: BrokerProc) -> None:

@@ -349,6 +349,9 @@ class GroupCoordinator:
             if len(meta.encode()) > self.cfg.offset_metadata_max_bytes:
                 errors[(t, i)] = Err.OFFSET_METADATA_TOO_LARGE
                 continue
+            if i not in self.core.metadata.topics.get(t, {}):  # as Kafka: no offsets of partitions that are not
+                errors[(t, i)] = Err.UNKNOWN_TOPIC_OR_PARTITION
+                continue
             k, v = OffsetKey(gid, t, i), OffsetValue(off, epoch, meta, self.core.clock.now_ms())
             written.append((k, v))
             recs.append(records.offset_record(k, v))

@@ -310,16 +310,19 @@ class Group:
     # --- OffsetCommit --------------------------------------------------------------------------------
     def may_commit(self, now: int, member_id: str, generation: int) -> Err:
         """Kafka's rule: a group with no members takes commits without a generation (assign()-style
-        consumers); otherwise only a member of the current generation commits, not mid-assignment."""
+        consumers); otherwise only a member of the current generation commits, not mid-assignment.
+        Member and generation are checked first: during CompletingRebalance a member of the previous
+        generation gets ILLEGAL_GENERATION (librdkafka's 0113 v_commit_during_rebalance expects it),
+        one of the new generation REBALANCE_IN_PROGRESS."""
         if generation < 0 and self.state is GroupState.EMPTY:
             return Err.NONE
-        if self.state is GroupState.COMPLETING:
-            return Err.REBALANCE_IN_PROGRESS
         m = self.members.get(member_id)
         if m is None:
             return Err.UNKNOWN_MEMBER_ID
         if generation != self.generation:
-            return Err.ILLEGAL_GENERATION
+            return Err.ILLEGAL_GENERATION  # before the state, as Kafka: a member of an older generation learns so
+        if self.state is GroupState.COMPLETING:
+            return Err.REBALANCE_IN_PROGRESS
         m.heartbeat_deadline_ms = now + m.session_timeout_ms
         return Err.NONE
 
