@@ -45,6 +45,8 @@ ALWAYS_BAD = [
     "int-nonmonotonic-poll",
     "nonmonotonic-send",
     "int-nonmonotonic-send",
+    "commit-regression",
+    "reread-committed",
 ]
 
 
@@ -322,10 +324,24 @@ def check_runs(
             result = CheckResult("unknown", {}, [], [*r.warnings, reason], {"status": "skipped", "detail": reason},
                                  {}, r.dest, _rounded(r.timings))
         else:
-            result = _verdict(r, *batch[id(r)])
+            found, *rest = batch[id(r)]
+            if "subscribe" in sub_via(r.files.test_json):
+                found = {**found, **_commit_anomalies(r)}
+            result = _verdict(r, found, *rest)
         _write(result, r.dest)
         results.append(result)
     return results
+
+
+def _commit_anomalies(r: _Run) -> dict[str, dict[str, Any]]:
+    """A subscribing group's commits (results/commits.py): one linear Python pass over the history."""
+    from kernel.history import read_ops
+    from results.commits import commit_anomalies
+
+    t0 = time.perf_counter()
+    found = commit_anomalies(read_ops(r.files.history), EXAMPLES)
+    r.timings["commits"] = time.perf_counter() - t0
+    return found
 
 
 def _rounded(timings: dict[str, float]) -> dict[str, float]:

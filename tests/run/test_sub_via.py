@@ -11,7 +11,7 @@ import pytest
 from kernel.errors import UsageError
 from kernel.history import Op, OpType
 from kernel.spec import RunSpec, build_spec
-from workloads.commits import commit_regressions
+from results.commits import commit_regressions
 from workloads.queue import REJOIN_FRACTION, QueueGenerator, group_id, sub_via_of
 
 
@@ -100,7 +100,7 @@ def test_commit_regressions_are_commits_below_one_acknowledged_before_they_began
 def test_the_commit_check_reads_a_stored_history(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    from workloads.commits import main
+    from results.commits import main
 
     ops = _poll(0, 1, {"2": 30}) + _poll(2, 2, {"2": 29})
     (tmp_path / "history.jsonl").write_text("".join(json.dumps(o.to_json()) + "\n" for o in ops))
@@ -118,7 +118,7 @@ def _op(index: int, process: int, typ: OpType, f: str, value: Any = None, **extr
 
 
 def test_a_consumer_that_starts_below_an_acknowledged_commit_rereads_committed_data() -> None:
-    from workloads.commits import committed_rereads
+    from results.commits import committed_rereads
 
     ok = OpType.OK
     history = [
@@ -150,3 +150,44 @@ def test_a_consumer_that_starts_below_an_acknowledged_commit_rereads_committed_d
     rejoined = history[:6] + [_op(6, 3, OpType.INVOKE, "subscribe", [0]), _op(7, 3, ok, "subscribe", [0]),
                               _op(8, 3, OpType.INVOKE, "poll"), _op(9, 3, ok, "poll", [["poll", {"0": [[11, 2]]}]])]
     assert committed_rereads(rejoined) == []
+
+
+@pytest.mark.spark
+def test_chaos_check_judges_a_subscribing_groups_commits(tmp_path: Path) -> None:
+    """The commit checks are part of the verdict of a run whose consumers subscribe: a consumer that
+    starts below an acknowledged commit makes the run invalid, with `reread-committed` as the reason;
+    the same history from an assign-only run has no commits to judge."""
+    import json
+
+    from results.check import check_run
+
+    ok = OpType.OK
+    sends = [_op(0, 0, OpType.INVOKE, "send", [["send", 0, v] for v in (1, 2, 3, 4)]),
+             _op(1, 0, ok, "send", [["send", 0, [o, o + 1]] for o in range(4)])]
+    history = [*sends]
+    for p in (1, 2, 3):
+        n = len(history)
+        history += [_op(n, p, OpType.INVOKE, "subscribe", [0]), _op(n + 1, p, ok, "subscribe", [0])]
+    steps = [(1, [[0, 1], [1, 2]], {"0": 2}, [0]),       # process 1 reads offsets 0-1 and commits 2
+             (1, [], {}, None),
+             (2, [[2, 3]], {"0": 3}, [0]),                # process 2 takes the key over at 2: right
+             (3, [[1, 2], [2, 3], [3, 4]], {"0": 4}, [0])]  # process 3 takes it at 1, below the commit of 3
+    for p, recs, commits, assigned in steps:
+        extra: dict[str, Any] = {"commits": commits} if commits else {}
+        if assigned is not None:
+            extra["rebalance-log"] = [{"revoked": [], "assigned": assigned}]
+        history += [_op(len(history), p, OpType.INVOKE, "poll"),
+                    _op(len(history) + 1, p, ok, "poll", [["poll", {"0": recs} if recs else {}]], **extra)]
+    lines = "".join(json.dumps(o.to_json()) + "\n" for o in history)
+    for mode, valid in (("subscribe", False), ("assign", True)):
+        run = tmp_path / mode
+        run.mkdir()
+        (run / "history.jsonl").write_text(lines)
+        (run / "test.json").write_text(json.dumps({"config": {"sub_via": [mode]}, "complete": True}))
+        r = check_run(run, perf=False)
+        assert r.valid is valid, (mode, r.anomalies, r.warnings)
+        if mode == "subscribe":
+            assert r.bad_error_types == ["reread-committed"]
+            assert r.anomalies["reread-committed"]["examples"][0]["first-read"] == 1
+        else:
+            assert "reread-committed" not in r.anomalies

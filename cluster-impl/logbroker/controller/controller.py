@@ -363,6 +363,8 @@ class Controller:
             if self.state is None:
                 return
             topics = await self.store(self.zk.topics, self.watch("topics", self.on_topics_changed))
+            if self.state is None:  # resigned while the store answered
+                return
             new = [t for t in topics if t not in self.state.topic_versions]
             keys: list[Key] = []
             for t in new:

@@ -16,7 +16,9 @@ the consumer fetched after the poll that received the assignment was invoked; so
 the key must be at or above every commit of that key acknowledged before that poll began. A first
 read below one is `reread-committed`: the group handed out an offset below an acknowledged commit.
 
-A part (workloads/): it reads the history only through `kernel.history`.
+`chaos check` runs both for every run whose consumers subscribe (`commit_anomalies`), next to the
+Spark checks, as one linear Python pass over the history. Both are bad anomalies; neither exists in
+Jepsen's checker, which does not record commits.
 """
 
 from __future__ import annotations
@@ -133,8 +135,19 @@ def committed_rereads(ops: Iterable[Op]) -> list[Reread]:
     return found
 
 
+def commit_anomalies(ops: Iterable[Op], examples: int) -> dict[str, dict[str, Any]]:
+    """The two commit anomalies in results.json's shape ({type: {count, examples}}), absent when none."""
+    ops = list(ops)
+    found: dict[str, dict[str, Any]] = {}
+    for name, rows in (("commit-regression", [r.to_json() for r in commit_regressions(ops)]),
+                       ("reread-committed", [x.to_json() for x in committed_rereads(ops)])):
+        if rows:
+            found[name] = {"count": len(rows), "examples": rows[:examples]}
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`python -m workloads.commits RUN_DIR|history.jsonl`: print commit regressions and rereads of
+    """`python -m results.commits RUN_DIR|history.jsonl`: print commit regressions and rereads of
     committed offsets as JSON Lines; exit 0 when there are none, 1 when there are."""
     import argparse
     import json
