@@ -324,10 +324,10 @@ def check_runs(
             result = CheckResult("unknown", {}, [], [*r.warnings, reason], {"status": "skipped", "detail": reason},
                                  {}, r.dest, _rounded(r.timings))
         else:
-            found, *rest = batch[id(r)]
+            found, crashed, perf_summary, elle = batch[id(r)]
             if "subscribe" in sub_via(r.files.test_json):
                 found = {**found, **_commit_anomalies(r)}
-            result = _verdict(r, found, *rest)
+            result = _verdict(r, found, crashed, perf_summary, elle)
         _write(result, r.dest)
         results.append(result)
     return results
