@@ -69,6 +69,7 @@ POLL_TIMEOUT_S = 0.5
 DRAIN_POLL_TIMEOUT_S = 1.0
 #: how long the drain keeps asking for high watermarks while leadership settles after the heal
 WATERMARK_PATIENCE_S = 60.0
+WATERMARK_SETTLE_S = 1.0  # longer than a follower's fetch wait: one round of fetches moves a stale HW
 #: the share of a subscribing worker's ops that leave the group and join it again
 REJOIN_FRACTION = 0.02
 #: how long a leaving member serves its revocation before it closes
@@ -354,9 +355,25 @@ class QueueClient:
         return out
 
     def high_watermarks(self, keys: list[int]) -> dict[int, int]:
-        """Each key's high watermark, asking again while leadership settles: a leader can still move
-        after the recovery wait (a reassignment finishing, a preferred election), and the client's
-        metadata catches up only after a NOT_LEADER answer."""
+        """Each key's high watermark once it has settled: read again every WATERMARK_SETTLE_S until
+        two readings agree. A leader that has just taken over or restarted serves an HW behind what
+        its followers hold (its checkpoint, or the last one a leader sent it) until they fetch again;
+        a drain that took that as the end would stop short and call acknowledged records unseen
+        (the simulator's seed 5077 did). The workers have stopped, so only that catching up moves it."""
+        last = self._watermarks_once(keys)
+        deadline = time.monotonic() + WATERMARK_PATIENCE_S
+        while time.monotonic() < deadline:
+            time.sleep(WATERMARK_SETTLE_S)
+            now = self._watermarks_once(keys)
+            if now == last:
+                break
+            last = now
+        return last
+
+    def _watermarks_once(self, keys: list[int]) -> dict[int, int]:
+        """Asking again while leadership settles: a leader can still move after the recovery wait
+        (a reassignment finishing, a preferred election), and the client's metadata catches up only
+        after a NOT_LEADER answer."""
         assert self.consumer is not None, "open() first"
         deadline = time.monotonic() + WATERMARK_PATIENCE_S
         while True:
