@@ -75,6 +75,10 @@ class BrokerRegistry(Protocol):
         """Take the controller lock; the new controller epoch, or None when someone else has it."""
         ...
 
+    def controller_epoch(self) -> int:
+        """The epoch the last controller election wrote (0 before any)."""
+        ...
+
     def create_topic(self, topic: str, assignment: dict[int, list[int]], configs: dict[str, str] | None = None) -> bool:
         """Write a new topic's configs and assignment; False if it exists."""
         ...

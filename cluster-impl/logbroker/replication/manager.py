@@ -156,14 +156,28 @@ class ReplicaManager:
         await self._run_for_controller()
 
     async def _run_for_controller(self) -> None:
+        """Contend for /controller (or watch it), again until the ZooKeeper reads succeed. The watch is
+        one-shot and re-armed only by a successful read: one that failed (a connection loss, an
+        expired session) left this broker deaf to a free /controller for good, and once every broker
+        was, the cluster had no controller and no partition a leader (seen in container runs after
+        partitions; the controller's own watches had the same flaw, found by the simulator)."""
+        delay = 0.2
+        while not self.stopping:
+            try:
+                await self._contend_for_controller()
+                return
+            except Exception as e:
+                log.warning("running for controller failed (%s: %s); again in %.1f s", type(e).__name__, e, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 3.0)
+
+    async def _contend_for_controller(self) -> None:
         loop = asyncio.get_running_loop()
 
         def watch(_e: Any) -> None:
             if not self.stopping:
                 loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._run_for_controller()))
 
-        if self.stopping:
-            return
         current = await self._zk(self.zk.controller, watch)
         if current is None:
             epoch = await self._zk(self.zk.try_become_controller, self.bid)
@@ -173,6 +187,8 @@ class ReplicaManager:
                 await self._zk(self.zk.controller, watch)
         elif current != self.bid:
             self.controller.resign()
+        elif not self.controller.active:  # we won, but loading the cluster failed part-way: finish it
+            await self.controller.become_active(await self._zk(self.zk.controller_epoch))
 
     async def _send(self, bid: int, body: dict[str, Any]) -> dict[str, Any] | None:
         """Controller -> broker; to ourselves without a socket."""
