@@ -168,6 +168,38 @@ class FinalDrain:
                     self.read_to[int(k)] = max(self.read_to.get(int(k), 0), pairs[-1][0] + 1)
 
 
+def sends_of(mops: list[list[Any]]) -> list[tuple[int, int]]:
+    """The (key, value) of every send micro-op, in order."""
+    return [(m[1], m[2]) for m in mops if m[0] == "send"]
+
+
+def complete_mops(mops: list[list[Any]], sent: list[tuple[str, Any, str | None]], reads: list[dict[str, Any]],
+                  extra: dict[str, Any]) -> Completion:
+    """Fold one op's micro-op outcomes into its completion. `sent` holds (outcome, offset, error) per
+    send micro-op and `reads` what each poll micro-op read, both in order. Like Jepsen's: ok when
+    every micro-op happened (a poll always did), fail when every one certainly did not, otherwise
+    info. Shared by the container client and the simulator's, so both record the same history."""
+    sends, polls = iter(sent), iter(reads)
+    out: list[list[Any]] = []
+    outcomes: list[str] = []
+    errors: list[str] = []
+    for m in mops:
+        if m[0] == "send":
+            typ, offset, err = next(sends)
+            outcomes.append(typ)
+            if err:
+                errors.append(err)
+            out.append(["send", m[1], [offset, m[2]]] if typ == "ok" else m)
+        else:
+            out.append(["poll", next(polls)])
+            outcomes.append("ok")
+    if all(o == "ok" for o in outcomes):
+        return Completion(OpType.OK, out, extra)
+    if all(o == "fail" for o in outcomes):
+        return Completion(OpType.FAIL, mops, {"error": "; ".join(errors)})
+    return Completion(OpType.INFO, mops, {"error": "; ".join(errors)})
+
+
 def _collect_into(box: list[tuple[Any, Any]]) -> Any:
     """A delivery callback that keeps (error, message) in `box`."""
 
@@ -265,37 +297,24 @@ class QueueClient:
         return {"commits": acked} | ({"commit-error": "; ".join(errors)} if errors else {})
 
     def _mops(self, op: Invocation, final: bool) -> Completion:
-        errors: list[str] = []
-        outcomes: list[str] = []
         extra: dict[str, Any] = {}
-        sends = [(i, m) for i, m in enumerate(op.value) if m[0] == "send"]
-        results = dict(zip([i for i, _ in sends], self.send_many([(m[1], m[2]) for _, m in sends]), strict=True))
-        out: list[list[Any]] = []
-        for i, m in enumerate(op.value):
+        sent = self.send_many(sends_of(op.value))
+        reads: list[dict[str, Any]] = []
+        for m in op.value:
             if m[0] == "send":
-                typ, offset, err = results[i]
-                outcomes.append(typ)
-                if err:
-                    errors.append(err)
-                out.append(["send", m[1], [offset, m[2]]] if typ == "ok" else m)
-            else:
-                if final and self.ends is None:
-                    self.ends = self.high_watermarks(sorted(self.assigned))
-                self.rebalances = []
-                read = self.poll(DRAIN_POLL_TIMEOUT_S if final else POLL_TIMEOUT_S)
-                out.append(["poll", read])
-                outcomes.append("ok")
-                if self.subscribed:
-                    if self.rebalances:
-                        extra["rebalance-log"] = self.rebalances
-                    extra.update(self.commit(read))
+                continue
+            if final and self.ends is None:
+                self.ends = self.high_watermarks(sorted(self.assigned))
+            self.rebalances = []
+            read = self.poll(DRAIN_POLL_TIMEOUT_S if final else POLL_TIMEOUT_S)
+            reads.append(read)
+            if self.subscribed:
+                if self.rebalances:
+                    extra["rebalance-log"] = self.rebalances
+                extra.update(self.commit(read))
         if final and self.ends is not None:
             extra["ends"] = {str(k): v for k, v in self.ends.items()}
-        if all(o == "ok" for o in outcomes):
-            return Completion(OpType.OK, out, extra)
-        if all(o == "fail" for o in outcomes):
-            return Completion(OpType.FAIL, op.value, {"error": "; ".join(errors)})
-        return Completion(OpType.INFO, op.value, {"error": "; ".join(errors)})
+        return complete_mops(op.value, sent, reads, extra)
 
     def send(self, key: int, value: int) -> tuple[str, Any, str | None]:
         return self.send_many([(key, value)])[0]

@@ -14,9 +14,7 @@ from logsim.client import SimKafkaClient
 
 from kernel.history import OpType
 from kernel.workload import Completion, Invocation
-
-POLL_TIMEOUT_S = 0.5
-DRAIN_POLL_TIMEOUT_S = 1.0
+from workloads.queue import DRAIN_POLL_TIMEOUT_S, POLL_TIMEOUT_S, complete_mops, sends_of
 
 
 class SimQueueClient:
@@ -36,29 +34,15 @@ class SimQueueClient:
             return Completion(OpType.INFO, op.value, {"error": f"{type(e).__name__}: {e}"})
 
     async def _mops(self, op: Invocation, final: bool) -> Completion:
-        errors: list[str] = []
-        outcomes: list[str] = []
         extra: dict[str, Any] = {}
-        sends = [(i, m) for i, m in enumerate(op.value) if m[0] == "send"]
-        got = await self.k.send_many([(m[1], m[2]) for _, m in sends])
-        results = dict(zip([i for i, _ in sends], got, strict=True))
-        out: list[list[Any]] = []
-        for i, m in enumerate(op.value):
+        sent = await self.k.send_many(sends_of(op.value))
+        reads: list[dict[str, Any]] = []
+        for m in op.value:
             if m[0] == "send":
-                typ, offset, err = results[i]
-                outcomes.append(typ)
-                if err:
-                    errors.append(err)
-                out.append(["send", m[1], [offset, m[2]]] if typ == "ok" else m)
-            else:
-                if final and self.ends is None:
-                    self.ends = await self.k.high_watermarks(sorted(self.assigned))
-                out.append(["poll", await self.k.poll(DRAIN_POLL_TIMEOUT_S if final else POLL_TIMEOUT_S)])
-                outcomes.append("ok")
+                continue
+            if final and self.ends is None:
+                self.ends = await self.k.high_watermarks(sorted(self.assigned))
+            reads.append(await self.k.poll(DRAIN_POLL_TIMEOUT_S if final else POLL_TIMEOUT_S))
         if final and self.ends is not None:
             extra["ends"] = {str(k): v for k, v in self.ends.items()}
-        if all(o == "ok" for o in outcomes):
-            return Completion(OpType.OK, out, extra)
-        if all(o == "fail" for o in outcomes):
-            return Completion(OpType.FAIL, op.value, {"error": "; ".join(errors)})
-        return Completion(OpType.INFO, op.value, {"error": "; ".join(errors)})
+        return complete_mops(op.value, sent, reads, extra)

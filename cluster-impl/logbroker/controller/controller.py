@@ -22,6 +22,7 @@ from logbroker.controller.decisions import elect_leader
 from logbroker.controller.operations import Operations
 from logbroker.controller.state import ControllerSettings, ControllerState, Key, PartitionInfo
 from logbroker.coord.model import PartitionState, ReplicaAssignment
+from logbroker.coord.retry import until_done
 from logbroker.coord.store import MetadataStore, StaleVersion, Watch
 from logbroker.offload import Offload
 from logbroker.protocol.errors import Err
@@ -68,23 +69,10 @@ class Controller:
         return self._watches[name]
 
     async def _handle(self, name: str, coro: Callable[[], Awaitable[None]]) -> None:
-        """Run a watch's handler until it succeeds or we stop being the controller. A ZooKeeper watch
-        is one-shot and the handler re-arms it with its read: a read that fails (a connection loss
-        while the watch fires) leaves no watch at all, and the controller would never hear of that
-        kind of change again (the simulator found it: no broker registered after a power loss got a
-        partition). Handlers re-read everything, so running one again is safe."""
-        delay = 0.2
-        while True:
-            try:
-                await coro()
-                return
-            except Exception as e:
-                if self.state is None:
-                    return
-                log.warning("controller: the %s watch handler failed (%s: %s); again in %.1f s",
-                            name, type(e).__name__, e, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 3.0)
+        """Run a watch's handler until it succeeds or we stop being the controller: the handler
+        re-arms its one-shot watch with its read, and a read that failed left no watch at all (the
+        simulator found it: no broker registered after a power loss got a partition)."""
+        await until_done(coro, lambda: self.state is None, f"controller: the {name} watch handler")
 
     # --- failover (D) ----------------------------------------------------------------------------
     async def become_active(self, epoch: int) -> None:

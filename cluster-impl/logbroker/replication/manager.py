@@ -32,6 +32,7 @@ from typing import Any
 from logbroker.bugs import Bug
 from logbroker.controller.controller import Controller, ControllerSettings
 from logbroker.controller.decisions import place_replicas
+from logbroker.coord.retry import until_done
 from logbroker.coord.store import ClusterStore
 from logbroker.core.broker import BrokerCore, Reply
 from logbroker.core.metadata import BrokerEndpoint, PartitionMeta
@@ -161,15 +162,7 @@ class ReplicaManager:
         expired session) left this broker deaf to a free /controller for good, and once every broker
         was, the cluster had no controller and no partition a leader (seen in container runs after
         partitions; the controller's own watches had the same flaw, found by the simulator)."""
-        delay = 0.2
-        while not self.stopping:
-            try:
-                await self._contend_for_controller()
-                return
-            except Exception as e:
-                log.warning("running for controller failed (%s: %s); again in %.1f s", type(e).__name__, e, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 3.0)
+        await until_done(self._contend_for_controller, lambda: self.stopping, "running for controller")
 
     async def _contend_for_controller(self) -> None:
         loop = asyncio.get_running_loop()
