@@ -20,9 +20,9 @@ The matrix comes from a TOML file (`nightly.toml` at the repository root is the 
 Each run is built exactly as `chaos run` builds it — `kernel.spec.build_spec(values)`, then
 `harness.registry.build_test(spec)`, then `harness.run.run(test)` — so a nightly run is replayable
 with `chaos replay` like any other; its `test.json` also records which nightly and matrix cell it
-belongs to (`"nightly"`), which `chaos analyze` groups by. The runs share one process and so one
-SparkSession (`results.spark.get_spark` caches it): the session start and the JVM's warm-up are
-paid once per night, not once per run.
+belongs to (`"nightly"`), which `chaos analyze` groups by. The runs are stored unchecked and judged
+together at the end, as one Spark job keyed by run (`Checker.check_many`, `results.check.check_runs`):
+the session start, the JVM's warm-up and every per-job cost are paid once per night, not once per run.
 
 Cells are ordered seed by seed, so when the budget runs short every cell has run once before any
 runs twice. A run that crashes is recorded (an `<error>` case) and the night goes on; a stop signal
@@ -167,6 +167,7 @@ class Night:
     started: float
     entries: list[Entry] = field(default_factory=list)
     interrupted: str | None = None
+    check_seconds: float = 0.0  # the one check of every run at the end
 
     @property
     def exit_code(self) -> int:
@@ -193,9 +194,19 @@ def _fmt(s: float) -> str:
     return f"{int(s // 60)}m{int(s % 60):02d}s"
 
 
+FINAL_CHECK_RESERVE_S = 60.0
+"""Wall time kept back from the budget for the one check of every run at the end: measured, twenty
+5,000-op runs take 12 s on a warm session and 30 s with the session's start (results/README.md)."""
+
+
 def run_night(plan: Plan, *, spark_master: str | None = None, progress: bool = True,
               say: Callable[[str], None] = print, on_entry: Callable[[Night], None] | None = None) -> Night:
-    """Every cell that fits in the budget, one after another; the summary is the caller's (`write_summary`)."""
+    """Every cell that fits in the budget, one after another, then one check of all of them.
+
+    The runs are stored unchecked (`harness.run.run(check=False)`) and judged at the end as one Spark
+    job keyed by run (`Checker.check_many`), so the checker's fixed costs are paid once a night, not
+    once a run. A stop signal ends the runs early; the ones that finished are still judged. The
+    summary is the caller's (`write_summary`)."""
     from harness.registry import build_test
     from harness.run import run as do_run
 
@@ -203,12 +214,13 @@ def run_night(plan: Plan, *, spark_master: str | None = None, progress: bool = T
     night = Night(plan, night_dir(plan.store, plan.name), time.time())
     night.out_dir.mkdir(parents=True)
     costs: list[float] = []  # measured seconds beyond the time limit, per finished run
+    pending: list[tuple[Entry, Any]] = []  # runs stored and not yet judged, with their checker
     n = len(plan.cells)
     for i, cell in enumerate(plan.cells):
         spec = cell.spec
-        left = plan.budget_s - (time.monotonic() - t0)
+        left = plan.budget_s - FINAL_CHECK_RESERVE_S - (time.monotonic() - t0)
         guess = spec.time_limit + (max(costs) if costs else plan.overhead_s)
-        tag = f"[{i + 1}/{n}] {cell.label} seed {cell.seed}"
+        tag = _tag(i, n, cell)
         if night.interrupted:
             night.entries.append(Entry(cell, "not-run", message=f"the nightly was stopped ({night.interrupted})"))
             continue
@@ -226,13 +238,10 @@ def run_night(plan: Plan, *, spark_master: str | None = None, progress: bool = T
             info = dict(test.info or {})
             info["nightly"] = {"id": night.out_dir.name, "night": time.strftime("%Y-%m-%d"), "cell": cell.label,
                                "workload": cell.workload, "nemeses": cell.mix, "config": cell.config}
-            out = do_run(replace(test, info=info), progress=progress, say=say)
+            out = do_run(replace(test, info=info), progress=progress, say=say, check=False)
             entry.run_dir = out.run_dir
-            entry.outcome = {True: "valid", False: "invalid"}.get(out.valid, "unknown") \
-                if isinstance(out.valid, bool) else "unknown"
-            entry.anomalies = list(out.anomalies)
-            entry.exit_code = out.exit_code
-            entry.spark_app = _spark_app(spark_master)
+            entry.outcome, entry.message = "unknown", "stored; not judged yet"
+            pending.append((entry, test.checker))
         except Interrupted as e:
             entry.outcome, entry.message, entry.exit_code = "incomplete", str(e), e.exit_code
             night.interrupted = str(e).split(":")[0]
@@ -248,13 +257,61 @@ def run_night(plan: Plan, *, spark_master: str | None = None, progress: bool = T
         if entry.outcome not in ("crashed", "incomplete"):
             costs.append(entry.seconds - spec.time_limit)
         night.entries.append(entry)
-        say(f"{tag}: {entry.outcome.upper()} in {entry.seconds:.0f} s"
-            + (f" ({', '.join(entry.anomalies)})" if entry.anomalies else "")
-            + (f" — {entry.message.splitlines()[0]}" if entry.message else "")
-            + (f"; reproduce with: chaos replay {entry.run_dir}" if entry.exit_code and entry.run_dir else ""))
+        if pending and pending[-1][0] is entry:
+            say(f"{tag}: ran in {entry.seconds:.0f} s; judged with the others at the end")
+        else:
+            _say_outcome(say, tag, entry)
         if on_entry is not None:
             on_entry(night)
+    _judge_all(night, pending, spark_master, say)
+    if on_entry is not None:
+        on_entry(night)
     return night
+
+
+def _judge_all(night: Night, pending: list[tuple[Entry, Any]], master: str | None,
+               say: Callable[[str], None]) -> None:
+    """One `check_many` per distinct checker (every cell of a nightly has the same one today)."""
+    if not pending:
+        return
+    t0 = time.monotonic()
+    say(f"checking {len(pending)} run(s) as one job ...")
+    by_checker: dict[Any, list[Entry]] = {}
+    for entry, checker in pending:
+        by_checker.setdefault(checker, []).append(entry)
+    for checker, entries in by_checker.items():
+        try:
+            verdicts = checker.check_many([e.run_dir for e in entries])
+        except Exception as e:  # the night's runs are stored; say why they could not be judged
+            for entry in entries:
+                entry.message = f"the nightly's check failed: {type(e).__name__}: {e}"
+                entry.exit_code = e.exit_code if isinstance(e, ChaosError) else EXIT_INTERNAL
+            continue
+        app = _spark_app(master)
+        for entry, verdict in zip(entries, verdicts, strict=True):
+            if isinstance(verdict, ChaosError):
+                entry.message, entry.exit_code = str(verdict), verdict.exit_code
+                continue
+            entry.outcome = {True: "valid", False: "invalid"}.get(verdict.valid, "unknown") \
+                if isinstance(verdict.valid, bool) else "unknown"
+            entry.anomalies = sorted(getattr(verdict, "anomalies", {}) or {})
+            entry.exit_code, entry.message, entry.spark_app = verdict.exit_code, "", app
+    night.check_seconds = time.monotonic() - t0
+    for i, cell_entry in enumerate(night.entries):
+        if any(cell_entry is e for e, _ in pending):
+            _say_outcome(say, _tag(i, len(night.entries), cell_entry.cell), cell_entry)
+    say(f"checked {len(pending)} run(s) in {night.check_seconds:.0f} s")
+
+
+def _tag(i: int, n: int, cell: Cell) -> str:
+    return f"[{i + 1}/{n}] {cell.label} seed {cell.seed}"
+
+
+def _say_outcome(say: Callable[[str], None], tag: str, entry: Entry) -> None:
+    say(f"{tag}: {entry.outcome.upper()} in {entry.seconds:.0f} s"
+        + (f" ({', '.join(entry.anomalies)})" if entry.anomalies else "")
+        + (f" — {entry.message.splitlines()[0]}" if entry.message else "")
+        + (f"; reproduce with: chaos replay {entry.run_dir}" if entry.exit_code and entry.run_dir else ""))
 
 
 def _spark_app(master: str | None) -> str | None:
@@ -284,6 +341,7 @@ def write_summary(night: Night, *, junit: Path | None = None) -> list[Path]:
         written.append(write_junit(junit, night.plan.name, cases))
     doc = {"name": night.plan.name, "id": out.name, "started": night.started, "finished": time.time(),
            "budget_s": night.plan.budget_s, "exit_code": night.exit_code, "interrupted": night.interrupted,
+           "check_seconds": round(night.check_seconds, 1),
            "entries": [e.to_json() for e in night.entries]}
     (out / "nightly.json").write_text(json.dumps(doc, indent=1))
     written.append(out / "nightly.json")

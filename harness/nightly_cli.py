@@ -26,7 +26,7 @@ def nightly(config_file: Path, store: str | None, cluster: str | None, budget_mi
     Exit codes: 0 every run valid (skipped runs are listed, not failed), else the worst run's code:
     1 anomalies, 2 unknown, 3+ a run crashed (the night goes on), 130/143 stopped.
     """
-    from harness.nightly import Night, load_plan, run_night, write_summary
+    from harness.nightly import FINAL_CHECK_RESERVE_S, Night, load_plan, run_night, write_summary
 
     plan = load_plan(config_file, store=store, budget_minutes=budget_minutes, cluster=cluster)
     if dry_run:
@@ -35,6 +35,8 @@ def nightly(config_file: Path, store: str | None, cluster: str | None, budget_mi
             total += c.spec.time_limit + plan.overhead_s
             click.echo(f"[{i}/{len(plan.cells)}] {c.label} seed {c.seed}: nemesis {','.join(c.spec.nemesis) or '-'}"
                        f" bugs {','.join(c.spec.bugs) or '-'}; about {c.spec.time_limit + plan.overhead_s:.0f} s")
+        total += FINAL_CHECK_RESERVE_S
+        click.echo(f"then one check of every run, as one job: about {FINAL_CHECK_RESERVE_S:.0f} s")
         fits = "fits" if total <= plan.budget_s else "does NOT fit; the later runs would be skipped"
         click.echo(f"{len(plan.cells)} runs, about {total / 60:.1f} min; budget {plan.budget_s / 60:.1f} min: {fits}")
         return 0

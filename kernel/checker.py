@@ -6,6 +6,7 @@ As in Jepsen's checker.clj, `valid` is true, false or "unknown", and a checker t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -28,6 +29,12 @@ class Verdict(Protocol):
 class Checker(Protocol):
     def check(self, run_dir: Path) -> Verdict:
         """Judge the run stored in `run_dir` (history.jsonl, test.json, replicas/); write results there."""
+        ...
+
+    def check_many(self, run_dirs: Sequence[Path]) -> list[Any]:
+        """Judge several stored runs at once, paying the checker's fixed costs once (a nightly checks
+        its runs this way). One entry per run, in order: its verdict, or the `ChaosError` that kept
+        that run from being judged; one bad run never hides the others' verdicts."""
         ...
 
     def print(self, verdict: Any) -> None:

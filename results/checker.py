@@ -4,11 +4,13 @@ then the plots, report and store index (`results.present.render_run`)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from results.check import CheckResult, check_run, print_verdict
+from kernel.errors import ChaosError
+from results.check import CheckResult, check_run, check_runs, print_verdict
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +26,13 @@ class KafkaChecker:
         result = check_run(run_dir, spark_master=self.spark_master, elle_cli=self.elle_cli)
         render(run_dir)
         return result
+
+    def check_many(self, run_dirs: Sequence[Path]) -> list[CheckResult | ChaosError]:
+        results = check_runs(list(run_dirs), spark_master=self.spark_master, elle_cli=self.elle_cli)
+        for d, r in zip(run_dirs, results, strict=True):
+            if isinstance(r, CheckResult):
+                render(d)
+        return results
 
     def print(self, verdict: Any) -> None:
         print_verdict(verdict)

@@ -145,3 +145,30 @@ def test_junit_xml_counts_and_escaping() -> None:
     assert error is not None and error.get("message") == "harness crashed: ?[31mboom? <&>"
     with pytest.raises(ValueError):
         Case("a", "b", 0, "flaky")
+
+
+def test_the_nights_runs_are_judged_together_in_one_job(tmp_path: Path) -> None:
+    """Two simulated runs (the clean cluster and `truncate-to-hw`, which kills find on seed 1 within
+    20 simulated seconds) are stored unchecked, then judged by one Spark job at the end: each gets its
+    own results.json and report, both by the same Spark application, and the JUnit shows one failure."""
+    out, store = _nightly(tmp_path, 'name = "sim"\nbudget_minutes = 10\noverhead_seconds = 30\nseeds = [1]\n'
+                                    'workloads = ["queue"]\n[base]\nprovisioner = "sim"\nnodes = 3\n'
+                                    'time_limit = 20\nrate = 100\nnemesis_interval = 2\n[nemeses]\nkills = ["kill"]\n'
+                                    '[configs.default]\n[configs.bug]\nbugs = ["truncate-to-hw"]\n')
+    assert out.returncode == 1, out.stderr[-3000:]
+    assert out.stderr.count("judged with the others at the end") == 2
+    assert "checking 2 run(s) as one job" in out.stderr
+    night = next(store.glob("sim-*"))
+    doc = json.loads((night / "nightly.json").read_text())
+    entries = doc["entries"]
+    assert [e["outcome"] for e in entries] == ["valid", "invalid"], entries
+    assert "lost-write" in entries[1]["anomalies"]
+    assert entries[0]["spark_app"] and entries[0]["spark_app"] == entries[1]["spark_app"]
+    assert doc["check_seconds"] > 0
+    for e in entries:
+        run = Path(e["run_dir"])
+        verdict = json.loads((run / "results.json").read_text())
+        assert verdict["valid"] is (e["outcome"] == "valid")
+        assert (run / "report.html").is_file()
+    cases = _cases(night / "junit.xml")
+    assert [c.find("failure") is not None for c in cases] == [False, True]
