@@ -405,20 +405,26 @@ class QueueClient:
                 time.sleep(0.5)
 
     def _close_consumer(self) -> None:
+        """A member of the group leaves (`_leave_group`) and is then dropped, never `close()`d:
+        confluent-kafka runs `close()`'s rebalance callback and then librdkafka's `assign()` with the
+        GIL held, and during a terminating group that assign can wait forever — the whole harness
+        froze (seed 7, `--sub-via subscribe`, default mix: every worker, the nemesis and Ctrl-C
+        stopped at once; gdb showed a worker in Consumer_close -> rebalance_cb -> rd_kafka_assign).
+        Dropping the last reference destroys the handle without a consumer close, with the GIL
+        released; the LeaveGroup was sent by `unsubscribe()`, and there are no offsets to commit
+        (auto-commit is off). An `assign`-mode consumer has no rebalance callbacks and is closed."""
         if self.consumer is not None:
             with contextlib.suppress(KafkaException, RuntimeError):
                 if self.subscribed:
                     self._leave_group()
-                self.consumer.close()
+                else:
+                    self.consumer.close()
             self.consumer = None
         self.subscribed = False
 
     def _leave_group(self) -> None:
-        """Unsubscribe and serve the revocation before `close()`. confluent-kafka holds the GIL while
-        librdkafka completes the unassign that follows a rebalance callback; inside `close()` (a
-        terminating group) that unassign can wait forever, and with the GIL held the whole harness
-        stops (seen under partitions: every worker and the nemesis frozen). Revoked here, through
-        ordinary `consume()` calls, `close()` has nothing left to revoke."""
+        """Unsubscribe (LeaveGroup) and serve the revocation through ordinary `consume()` calls, so the
+        history's rebalance log has it; bounded, since a partitioned coordinator may never answer."""
         assert self.consumer is not None
         self.consumer.unsubscribe()  # LeaveGroup; the revocation is served by the next consume()
         deadline = time.monotonic() + LEAVE_TIMEOUT_S
