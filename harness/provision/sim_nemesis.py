@@ -33,9 +33,9 @@ from kernel.errors import UsageError
 from kernel.history import NEMESIS, HistoryWriter, OpType
 from kernel.nemesis import PlannedFault, Target
 from nemesis import grudge
+from nemesis.registry import DEFAULT
 
-SUPPORTED = ("partition", "pause", "kill", "clock", "move", "double-failover", "lagging-follower", "zombie",
-             "power-loss", "isolate", "stale-orders")
+SUPPORTED = DEFAULT  # every family, in the registry's order (the schedule draws from them in order)
 COMPOSITE = tuple(COMPOSITIONS)
 STARTS = {fam: (f"start-{fam}", f"stop-{fam}") for fam in SUPPORTED}
 
