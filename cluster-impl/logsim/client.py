@@ -125,7 +125,7 @@ class SimKafkaClient:
     async def call(self, node: str, api_key: int, version: int, req: Any, timeout: float | None = None) -> Any:
         """One request to `node`; its response body. ConnectionError or ClientTimeout otherwise."""
         try:
-            got = await asyncio.wait_for(self.net.request(self.host, node, PORT, api_key, version, req),
+            got = await self.net.request(self.host, node, PORT, api_key, version, req,
                                          timeout or self.request_timeout_s)
         except TimeoutError:
             raise ClientTimeout(f"{node}: no answer in {timeout or self.request_timeout_s:g} s") from None

@@ -297,36 +297,54 @@ class SimNetwork:
                 del self.listeners[key]
 
     # --- decoded requests (the simulated client) -------------------------------------------------
-    async def request(self, src: str, host: str, port: int, api_key: int, version: int, req: Any) -> Any:
+    async def request(self, src: str, host: str, port: int, api_key: int, version: int, req: Any,
+                      timeout: float | None = None) -> Any:
         """Send a decoded request to the broker listening at (host, port); its (version, body), or
-        None for an acks=0 produce. Raises ConnectionRefusedError when nobody listens; never returns
-        when a packet is lost (the caller's timeout decides)."""
+        None for an acks=0 produce. Raises ConnectionRefusedError when nobody listens, TimeoutError
+        when no answer came within `timeout` (a lost packet never answers: without a timeout the
+        call never returns). The timeout is a timer on the caller's future, not `asyncio.wait_for`,
+        which would spawn a task per request."""
         lst = self.listeners.get((host, port))
         if lst is None or lst.answer is None or (lst.inc is not None and lst.inc.dead):
-            await asyncio.sleep(self.delay(src, host))
+            d = self.delay(src, host)
+            if timeout is not None and d > timeout:
+                await asyncio.sleep(timeout)
+                raise TimeoutError
+            await asyncio.sleep(d)
             raise ConnectionRefusedError(f"{host}:{port}: connection refused")
         me = NODE.get()
         fut: asyncio.Future[Any] = self.loop.create_future()
-        if self.dropped(src, host) or self.port_blocked(src, host, "to-port"):
+        timer = None
+        if timeout is not None:
+            def expire() -> None:
+                if not fut.done():
+                    fut.set_exception(TimeoutError())
+
+            timer = self.loop.call_later(timeout, expire)
+        try:
+            if self.dropped(src, host) or self.port_blocked(src, host, "to-port"):
+                return await fut
+            answer = lst.answer
+
+            def reply(result: Any) -> None:
+                if not fut.done():
+                    fut.set_result(result)
+
+            async def serve() -> None:
+                result = await answer(api_key, version, req, f"/{src}")
+                if not (self.dropped(host, src) or self.port_blocked(host, src, "from-port")):
+                    self.loop.call_in(me, self.delay(host, src), reply, result)
+
+            def arrive() -> None:
+                if lst.inc is not None and lst.inc.dead:
+                    return
+                self.loop.spawn(lst.inc, serve())
+
+            self.loop.call_in(lst.inc, self.delay(src, host), arrive)
             return await fut
-        answer = lst.answer
-
-        def reply(result: Any) -> None:
-            if not fut.done():
-                fut.set_result(result)
-
-        async def serve() -> None:
-            result = await answer(api_key, version, req, f"/{src}")
-            if not (self.dropped(host, src) or self.port_blocked(host, src, "from-port")):
-                self.loop.call_in(me, self.delay(host, src), reply, result)
-
-        def arrive() -> None:
-            if lst.inc is not None and lst.inc.dead:
-                return
-            self.loop.spawn(lst.inc, serve())
-
-        self.loop.call_in(lst.inc, self.delay(src, host), arrive)
-        return await fut
+        finally:
+            if timer is not None:
+                timer.cancel()
 
 
 class HostNetwork:
