@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Iterator
 from typing import Any
 
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
@@ -48,13 +49,13 @@ FETCH_PARTITION_BYTES = 1 << 14
 RECORDS_AT = 61  # a v2 batch's records start after its fixed header
 
 
-def decode_records(data: bytes) -> list[tuple[int, int]]:
+def iter_records(data: bytes) -> Iterator[tuple[int, int]]:
     """(offset, value) of every record in uncompressed v2 batches whose values are decimal integers
-    (what the simulated producer writes); other batches go through kafka-python's reader."""
-    out: list[tuple[int, int]] = []
+    (what the simulated producer writes), decoded as they are asked for; other batches go through
+    kafka-python's reader."""
     for pos, h in iter_batches(data, verify_crc=False):
         if h.attributes & 0x07:  # compressed: not ours, read it the slow way
-            out.extend((r.offset, int(r.value)) for r in DefaultRecordBatch(bytes(data[pos:pos + h.size])))
+            yield from ((r.offset, int(r.value)) for r in DefaultRecordBatch(bytes(data[pos:pos + h.size])))
             continue
         p = pos + RECORDS_AT
         for _ in range(h.record_count):
@@ -66,9 +67,35 @@ def decode_records(data: bytes) -> list[tuple[int, int]]:
             klen, p = _varint(data, p)
             p += max(klen, 0)
             vlen, p = _varint(data, p)
-            out.append((h.base_offset + delta, int(data[p:p + vlen])))
+            yield h.base_offset + delta, int(data[p:p + vlen])
             p = end
-    return out
+
+
+def decode_records(data: bytes) -> list[tuple[int, int]]:
+    return list(iter_records(data))
+
+
+class Prefetched:
+    """A fetch's records for one key, decoded only as far as polls read them: a poll takes at most
+    `max_records`, and a fetch of `FETCH_PARTITION_BYTES` carries hundreds more that the next fetch
+    replaces unread (decoding them all cost most of a busy consumer's time)."""
+
+    __slots__ = ("_it",)
+
+    def __init__(self, data: bytes) -> None:
+        self._it: Iterator[tuple[int, int]] | None = iter_records(data)
+
+    def pop(self) -> tuple[int, int] | None:
+        """The next record, or None when there is none."""
+        if self._it is None:
+            return None
+        got = next(self._it, None)
+        if got is None:
+            self._it = None
+        return got
+
+    def clear(self) -> None:
+        self._it = None
 
 
 class ClientTimeout(Exception):
@@ -89,7 +116,7 @@ class SimKafkaClient:
         self.pid, self.pid_epoch = -1, -1
         self.seq: dict[int, int] = {}
         self.positions: dict[int, int] = {}
-        self.buffered: dict[int, list[tuple[int, int]]] = {}
+        self.buffered: dict[int, Prefetched] = {}
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -98,7 +125,7 @@ class SimKafkaClient:
     async def call(self, node: str, api_key: int, version: int, req: Any, timeout: float | None = None) -> Any:
         """One request to `node`; its response body. ConnectionError or ClientTimeout otherwise."""
         try:
-            got = await asyncio.wait_for(self.net.request(self.host, node, PORT, api_key, version, req),
+            got = await self.net.request(self.host, node, PORT, api_key, version, req,
                                          timeout or self.request_timeout_s)
         except TimeoutError:
             raise ClientTimeout(f"{node}: no answer in {timeout or self.request_timeout_s:g} s") from None
@@ -237,8 +264,11 @@ class SimKafkaClient:
         while True:
             for k in self.positions:
                 buf = self.buffered.get(k)
-                while buf and count < max_records:
-                    off, v = buf.pop(0)
+                while buf is not None and count < max_records:
+                    rec = buf.pop()
+                    if rec is None:
+                        break
+                    off, v = rec
                     if off < self.positions[k]:
                         continue  # the batch began before our position
                     if off != self.positions[k]:
@@ -264,7 +294,7 @@ class SimKafkaClient:
                     if k in self.positions:
                         self.buffered[k] = recs
 
-    async def _fetch(self, node: str, keys: list[int], wait_ms: int) -> dict[int, list[tuple[int, int]]]:
+    async def _fetch(self, node: str, keys: list[int], wait_ms: int) -> dict[int, Prefetched]:
         req = make_message(FetchRequest, 11, {
             "replica_id": -1, "max_wait_ms": wait_ms, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
             "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
@@ -276,7 +306,7 @@ class SimKafkaClient:
         except (ConnectionError, ClientTimeout):
             self.metadata_at = -1e9
             return {}
-        out: dict[int, list[tuple[int, int]]] = {}
+        out: dict[int, Prefetched] = {}
         for t in body.get("responses", []):
             for p in t["partitions"]:
                 k, err = int(p["partition_index"]), int(p["error_code"])
@@ -286,7 +316,7 @@ class SimKafkaClient:
                 if err:
                     self.metadata_at = -1e9
                     continue
-                out[k] = decode_records(p["records"] or b"")
+                out[k] = Prefetched(p["records"] or b"")
         return out
 
     async def high_watermarks(self, keys: list[int], patience_s: float = 60.0) -> dict[int, int]:

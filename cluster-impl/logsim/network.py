@@ -7,7 +7,12 @@ Model:
   packet, delivered after the link's delay: a seeded base per link plus a seeded exponential tail,
   never before the previous packet of the same pipe. Packets of different connections reorder.
 - A grudge says which host drops what from which (`dst` drops packets from `src`), as the iptables
-  nemesis does; grudges stack (overlapping faults) and lift one by one. TCP retransmits what was
+  nemesis does; grudges stack (overlapping faults) and lift one by one. A grudge may be scoped as
+  the compositions' port rules are: `to-port` drops only what `src` sends to `dst`'s listening port
+  (requests on connections `src` opened: a `cut`), `from-port` only what `src` answers from its
+  own listening port (replies on connections `dst` opened: a `mute`); the other connections
+  between the two flow. ZooKeeper traffic is not in this model (`zookeeper.py`), so a whole-host
+  grudge is what a broker-port rule is in the containers. TCP retransmits what was
   dropped: a pipe whose packet was dropped holds it and everything after it, in order, and sends
   them when the grudge lifts — a request can arrive long after its sender gave up on it (the stale
   orders of a zombie controller). A `flaky` grudge drops a seeded share of packets; each costs a
@@ -43,7 +48,7 @@ TAIL_S = 0.0005  # mean of the exponential part
 class Pipe:
     """One direction of a connection: packets in order, to a reader on the far side."""
 
-    def __init__(self, net: SimNetwork, src: str, dst: str) -> None:
+    def __init__(self, net: SimNetwork, src: str, dst: str, to_server: bool) -> None:
         self.net, self.src, self.dst = net, src, dst
         self.buf = bytearray()
         self.eof = False
@@ -51,10 +56,14 @@ class Pipe:
         self.last_at = 0.0
         self.waiter: asyncio.Future[None] | None = None
         self.dst_inc: Incarnation | None = None  # the receiving incarnation (None: control host)
+        self.scope = "to-port" if to_server else "from-port"  # which port rules apply to this pipe
+
+    def blocked(self) -> bool:
+        return self.net.blocked(self.src, self.dst) or self.net.port_blocked(self.src, self.dst, self.scope)
 
     def send(self, data: bytes | None) -> None:
         """Queue `data` (None: end of stream) for delivery."""
-        if self.held or self.net.blocked(self.src, self.dst):
+        if self.held or self.blocked():
             self.held.append(data)
             self.net.stalled.append(self)
             return
@@ -154,6 +163,7 @@ class SimNetwork:
         self.listeners: dict[tuple[str, int], Listener] = {}
         self.drops: Counter[tuple[str, str]] = Counter()  # (dst, src): dst drops packets from src
         self.flaky: dict[tuple[str, str], list[float]] = {}
+        self.port_drops: Counter[tuple[str, str, str]] = Counter()  # (dst, src, scope), scoped grudges
         self._links: dict[tuple[str, str], tuple[float, random.Random]] = {}
         self._ends: dict[Incarnation, list[End]] = {}
         self._ports = 40000
@@ -177,6 +187,10 @@ class SimNetwork:
         """`dst` drops everything from `src` now."""
         return src != dst and self.drops[(dst, src)] > 0
 
+    def port_blocked(self, src: str, dst: str, scope: str) -> bool:
+        """`dst` drops what `src` sends on this side of a connection (`Pipe.scope`) now."""
+        return bool(self.port_drops) and self.port_drops[(dst, src, scope)] > 0
+
     def lost(self, src: str, dst: str) -> bool:
         """A `flaky` grudge drops this packet (it will be retransmitted)."""
         loss = self.flaky.get((dst, src))
@@ -193,7 +207,7 @@ class SimNetwork:
         stalled, self.stalled = self.stalled, []
         for pipe in dict.fromkeys(stalled):
             if pipe.held:
-                if self.blocked(pipe.src, pipe.dst):
+                if pipe.blocked():
                     self.stalled.append(pipe)
                 else:
                     pipe.retransmit()
@@ -202,18 +216,26 @@ class SimNetwork:
         """Both directions fully open (a partition in either direction cuts a TCP conversation)."""
         return not (self.drops[(a, b)] or self.drops[(b, a)])
 
-    def add_grudge(self, grudge: dict[str, list[str]], loss: float | None = None) -> None:
+    def add_grudge(self, grudge: dict[str, list[str]], loss: float | None = None, scope: str = "all") -> None:
+        """`scope`: "all", or a port rule ("to-port", "from-port"; never with `loss`)."""
         for dst, srcs in grudge.items():
             for src in srcs:
-                if loss is None:
+                if scope != "all":
+                    self.port_drops[(dst, src, scope)] += 1
+                elif loss is None:
                     self.drops[(dst, src)] += 1
                 else:
                     self.flaky.setdefault((dst, src), []).append(loss)
 
-    def lift_grudge(self, grudge: dict[str, list[str]], loss: float | None = None) -> None:
+    def lift_grudge(self, grudge: dict[str, list[str]], loss: float | None = None, scope: str = "all") -> None:
         for dst, srcs in grudge.items():
             for src in srcs:
-                if loss is None:
+                if scope != "all":
+                    if self.port_drops[(dst, src, scope)] > 0:
+                        self.port_drops[(dst, src, scope)] -= 1
+                    if not self.port_drops[(dst, src, scope)]:
+                        self.port_drops.pop((dst, src, scope), None)
+                elif loss is None:
                     if self.drops[(dst, src)] > 0:
                         self.drops[(dst, src)] -= 1
                         if not self.drops[(dst, src)]:
@@ -229,6 +251,7 @@ class SimNetwork:
     def heal(self) -> None:
         self.drops.clear()
         self.flaky.clear()
+        self.port_drops.clear()
         self._retransmit()
 
     # --- hosts -----------------------------------------------------------------------------------
@@ -246,10 +269,11 @@ class SimNetwork:
         lst = self.listeners.get((host, port))
         if lst is None or (lst.inc is not None and lst.inc.dead):
             raise ConnectionRefusedError(f"{host}:{port}: connection refused")
-        if self.blocked(src, host) or self.blocked(host, src):
+        if (self.blocked(src, host) or self.blocked(host, src) or self.port_blocked(src, host, "to-port")
+                or self.port_blocked(host, src, "from-port")):
             await self.loop.create_future()  # the SYN is lost: hang until the caller's timeout
         self._ports += 1
-        up, down = Pipe(self, src, host), Pipe(self, host, src)
+        up, down = Pipe(self, src, host, True), Pipe(self, host, src, False)
         up.dst_inc, down.dst_inc = lst.inc, me
         mine = End(down, up, (host, port))
         theirs = End(up, down, (src, self._ports))
@@ -273,36 +297,54 @@ class SimNetwork:
                 del self.listeners[key]
 
     # --- decoded requests (the simulated client) -------------------------------------------------
-    async def request(self, src: str, host: str, port: int, api_key: int, version: int, req: Any) -> Any:
+    async def request(self, src: str, host: str, port: int, api_key: int, version: int, req: Any,
+                      timeout: float | None = None) -> Any:
         """Send a decoded request to the broker listening at (host, port); its (version, body), or
-        None for an acks=0 produce. Raises ConnectionRefusedError when nobody listens; never returns
-        when a packet is lost (the caller's timeout decides)."""
+        None for an acks=0 produce. Raises ConnectionRefusedError when nobody listens, TimeoutError
+        when no answer came within `timeout` (a lost packet never answers: without a timeout the
+        call never returns). The timeout is a timer on the caller's future, not `asyncio.wait_for`,
+        which would spawn a task per request."""
         lst = self.listeners.get((host, port))
         if lst is None or lst.answer is None or (lst.inc is not None and lst.inc.dead):
-            await asyncio.sleep(self.delay(src, host))
+            d = self.delay(src, host)
+            if timeout is not None and d > timeout:
+                await asyncio.sleep(timeout)
+                raise TimeoutError
+            await asyncio.sleep(d)
             raise ConnectionRefusedError(f"{host}:{port}: connection refused")
         me = NODE.get()
         fut: asyncio.Future[Any] = self.loop.create_future()
-        if self.dropped(src, host):
+        timer = None
+        if timeout is not None:
+            def expire() -> None:
+                if not fut.done():
+                    fut.set_exception(TimeoutError())
+
+            timer = self.loop.call_later(timeout, expire)
+        try:
+            if self.dropped(src, host) or self.port_blocked(src, host, "to-port"):
+                return await fut
+            answer = lst.answer
+
+            def reply(result: Any) -> None:
+                if not fut.done():
+                    fut.set_result(result)
+
+            async def serve() -> None:
+                result = await answer(api_key, version, req, f"/{src}")
+                if not (self.dropped(host, src) or self.port_blocked(host, src, "from-port")):
+                    self.loop.call_in(me, self.delay(host, src), reply, result)
+
+            def arrive() -> None:
+                if lst.inc is not None and lst.inc.dead:
+                    return
+                self.loop.spawn(lst.inc, serve())
+
+            self.loop.call_in(lst.inc, self.delay(src, host), arrive)
             return await fut
-        answer = lst.answer
-
-        def reply(result: Any) -> None:
-            if not fut.done():
-                fut.set_result(result)
-
-        async def serve() -> None:
-            result = await answer(api_key, version, req, f"/{src}")
-            if not self.dropped(host, src):
-                self.loop.call_in(me, self.delay(host, src), reply, result)
-
-        def arrive() -> None:
-            if lst.inc is not None and lst.inc.dead:
-                return
-            self.loop.spawn(lst.inc, serve())
-
-        self.loop.call_in(lst.inc, self.delay(src, host), arrive)
-        return await fut
+        finally:
+            if timer is not None:
+                timer.cancel()
 
 
 class HostNetwork:

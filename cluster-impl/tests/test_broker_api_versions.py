@@ -108,6 +108,8 @@ def group_setup(c: RawClient, key: int, version: int) -> dict[str, Any]:
     if key in (12, 13, 14, 15, 16):
         member, generation = join(c, group)
         fields: dict[str, Any] = {"member_id": member}
+        if key == 13 and version >= 3:  # a batch of members (static ones may be named by instance)
+            fields = {"members": [{"member_id": member, "group_instance_id": None}]}
         if key != 13:
             fields["generation_id"] = generation
         if key == 14:
@@ -238,8 +240,12 @@ def test_every_advertised_version_round_trips(vbroker: BrokerProc, key: int, ver
             assert resp.error_code == 79 and resp.member_id
         else:
             assert resp.error_code == 0 and resp.generation_id == 1 and resp.leader == resp.member_id
-    elif key == 12 or key == 13:
+    elif key == 12:
         assert resp.error_code == 0
+    elif key == 13:
+        assert resp.error_code == 0
+        if version >= 3:
+            assert [m.error_code for m in resp.members] == [0] and resp.members[0].member_id
     elif key == 14:
         assert resp.error_code == 0 and resp.assignment == b"mine"
     elif key == 15:

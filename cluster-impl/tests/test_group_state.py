@@ -49,7 +49,7 @@ def test_member_id_required_then_a_generation_with_the_leader_seeing_subscriptio
     assert g.members == {} and mid in g.pending
     w2 = g.join(1, args(mid, known=True), new_id)
     assert w2.result == {"error_code": 0, "generation_id": 1, "protocol_name": "range", "leader": mid,
-                         "member_id": mid, "members": [{"member_id": mid, "metadata": b"s"}]}
+                         "member_id": mid, "members": [{"member_id": mid, "group_instance_id": None, "metadata": b"s"}]}
     assert g.state is GroupState.COMPLETING
 
 
@@ -112,7 +112,7 @@ def test_leave_starts_a_rebalance_and_a_failed_group_write_does_too() -> None:
     assert g.leave(0, b) == Err.NONE and g.state is GroupState.PREPARING
     w = g.join(0, args(a), new_id)
     assert w.result is not None and w.result["generation_id"] == 3 and w.result["members"] == [
-        {"member_id": a, "metadata": b"s"}]
+        {"member_id": a, "group_instance_id": None, "metadata": b"s"}]
     s = g.sync(0, a, 3, {a: b"all"})
     g.written(0, 3, Err.NOT_COORDINATOR)
     assert s.result == {"error_code": int(Err.NOT_COORDINATOR)} and g.state is GroupState.PREPARING

@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from brokerlib import BrokerProc
@@ -220,3 +221,89 @@ def test_a_member_killed_without_leaving_expires_after_its_session_timeout(gbrok
     finally:
         other.kill()
         c.close()
+
+
+class StaticMember:
+    """A confluent-kafka consumer with `group.instance.id` that counts its rebalance callbacks and
+    keeps the errors its error callback saw (a fenced instance gets a fatal FENCED_INSTANCE_ID)."""
+
+    def __init__(self, bootstrap: str, group: str, instance: str, topic: str) -> None:
+        self.rebalances = 0
+        self.errors: list[Any] = []
+        self.c = confluent(bootstrap, group, **{"group.instance.id": instance, "client.id": instance,
+                                                "error_cb": self.errors.append})
+        self.c.subscribe([topic], on_assign=self._count, on_revoke=self._count)
+
+    def _count(self, _c: object, _parts: object) -> None:
+        self.rebalances += 1
+
+    def parts(self) -> set[int]:
+        return {tp.partition for tp in self.c.assignment()}
+
+    def poll(self) -> None:
+        m = self.c.poll(0.05)
+        if m is not None and m.error() is not None:
+            self.errors.append(m.error())
+
+
+def leave_by_instance(bootstrap: str, group: str, *instances: str) -> list[int]:
+    """LeaveGroup v3 naming static members by instance id only (as Kafka's admin removal does)."""
+    from logbroker.protocol.apis import APIS, make_message
+    from rawclient import RawClient
+
+    raw = RawClient(bootstrap)
+    try:
+        req = make_message(APIS[13].request, 3, {"group_id": group, "members": [
+            {"member_id": "", "group_instance_id": i} for i in instances]})
+        resp = raw.request(req, APIS[13].response)
+    finally:
+        raw.close()
+    assert resp.error_code == 0
+    return [m.error_code for m in resp.members]
+
+
+def test_static_member_restarts_without_a_rebalance_is_fenced_and_is_removed_by_instance(
+        gbroker: BrokerProc) -> None:
+    """KIP-345 on one broker: a static member that restarts within its session timeout gets its
+    partitions back and the other member sees no rebalance; a second process with the same instance
+    id fences the first (fatal FENCED_INSTANCE_ID); LeaveGroup by instance id removes a member at once."""
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AdminClient
+
+    create(gbroker.bootstrap, "static", 4, 0)
+    a = StaticMember(gbroker.bootstrap, "g-static", "ia", "static")
+    b = StaticMember(gbroker.bootstrap, "g-static", "ib", "static")
+    members = [a, b]
+
+    def step() -> None:
+        for m in members:
+            m.poll()
+
+    until(lambda: len(a.parts()) == 2 and len(b.parts()) == 2, 30, "a split between the static members", step)
+    admin = AdminClient({"bootstrap.servers": gbroker.bootstrap, "logger": quiet})
+    desc = admin.describe_consumer_groups(["g-static"])["g-static"].result(10)
+    assert sorted(m.group_instance_id for m in desc.members) == ["ia", "ib"]
+    a_seen, b_parts = a.rebalances, b.parts()
+    b.c.close()  # a static member's close does not leave the group
+    members.remove(b)
+    b2 = StaticMember(gbroker.bootstrap, "g-static", "ib", "static")
+    members.append(b2)
+    until(lambda: len(b2.parts()) == 2, 15, "the restarted member's assignment", step)
+    assert b2.parts() == b_parts and a.rebalances == a_seen  # same partitions, nobody else rebalanced
+    # a second process claiming "ib" fences the running one
+    b3 = StaticMember(gbroker.bootstrap, "g-static", "ib", "static")
+    members.append(b3)
+    until(lambda: any(e.code() == KafkaError._FATAL for e in b2.errors), 20, "a fatal error for the older instance",
+          step)
+    assert "fenced" in str(b2.errors[-1]), b2.errors  # librdkafka's text for FENCED_INSTANCE_ID
+    members.remove(b2)
+    b2.c.close()
+    # administrative removal: "ia" stops without leaving and is removed by instance id
+    assert leave_by_instance(gbroker.bootstrap, "g-static", "nobody") == [25]  # UNKNOWN_MEMBER_ID
+    a.c.close()
+    members.remove(a)
+    t0 = time.monotonic()
+    assert leave_by_instance(gbroker.bootstrap, "g-static", "ia") == [0]
+    until(lambda: len(b3.parts()) == 4, 15, "all partitions for the remaining member", step)
+    assert time.monotonic() - t0 < 6  # before "ia"'s session timeout could have removed it
+    b3.c.close()

@@ -9,13 +9,13 @@ rules, signals and libfaketime.
 - clock: the victims' wall clocks are skewed by the planned seconds (`strobe` flips it each period).
 - power-loss: the victims lose power: what their logs did not fsync is lost or torn
   (`logsim.disk`); they restart in the planned order, after the planned delays.
-- stale-orders: the composition of `nemesis/stale_orders.py`, step by step (each step recorded as
-  the plain op it borrows, with a step id): the controller's traffic to a broker B is cut (held,
-  as TCP does), a leader A elsewhere is killed and restarted once re-elected, the controller is
-  cut from ZooKeeper until another takes over, then the cut lifts and the old orders reach B.
-
-Other families (`move` and the other compositions) are not acted out yet: `preflight` refuses them for
-the sim provisioner with that sentence.
+- zombie: the victim (a key's leader or the controller) is paused past its session, then resumed.
+- isolate: the victim is cut from every ZooKeeper server (`zookeeper`), or its broker port from its
+  peers' and theirs from it (`peers`, `to-port` grudges both ways); clients still reach it.
+- move: the operator's requests through the ZooKeeper admin paths, as the container nemesis makes
+  them (`logsim.admin.SimAdmin`): a reassignment of one partition, or a preferred election.
+- the compositions (double-failover, lagging-follower, stale-orders): `sim_compositions.py`, step by
+  step as `nemesis/` does them, each step recorded as the plain op it borrows, with a step id.
 """
 
 from __future__ import annotations
@@ -24,19 +24,20 @@ import asyncio
 import contextlib
 from typing import Any
 
+from kazoo.exceptions import KazooException
+from logsim.admin import SimAdmin
 from logsim.cluster import SimCluster
 
+from harness.provision.sim_compositions import BROKER_PORT, COMPOSITIONS, ZK_PORT
 from kernel.errors import UsageError
 from kernel.history import NEMESIS, HistoryWriter, OpType
 from kernel.nemesis import PlannedFault, Target
 from nemesis import grudge
+from nemesis.registry import DEFAULT
 
-SUPPORTED = ("partition", "pause", "kill", "clock", "power-loss", "stale-orders")
-COMPOSITE = ("stale-orders",)
-STARTS = {"stale-orders": ("start-stale-orders", "stop-stale-orders"),
-          "partition": ("start-partition", "stop-partition"), "pause": ("start-pause", "stop-pause"),
-          "kill": ("start-kill", "stop-kill"), "clock": ("start-clock", "stop-clock"),
-          "power-loss": ("start-power-loss", "stop-power-loss")}
+SUPPORTED = DEFAULT  # every family, in the registry's order (the schedule draws from them in order)
+COMPOSITE = tuple(COMPOSITIONS)
+STARTS = {fam: (f"start-{fam}", f"stop-{fam}") for fam in SUPPORTED}
 
 
 def check_supported(names: list[str]) -> None:
@@ -53,6 +54,7 @@ class SimNemesis:
     def __init__(self, cluster: SimCluster, faults: list[PlannedFault], history: HistoryWriter, topic: str,
                  partitions: int) -> None:
         self.c = cluster
+        self.admin = SimAdmin(cluster.zk)
         self.partition_count = partitions
         self.faults = faults
         self.history = history
@@ -63,6 +65,7 @@ class SimNemesis:
 
     # --- targets ---------------------------------------------------------------------------------
     def resolve(self, t: Target) -> dict[str, Any]:
+        """`NemesisContext.resolve` on the model's metadata: the node a target hits when the fault starts."""
         found: str | None = None
         if t.role == "node":
             return {"planned": t.describe(), "node": t.node, "how": "planned"}
@@ -93,10 +96,9 @@ class SimNemesis:
         if f.family in COMPOSITE:
             planned = {"kind": f.kind, "planned": {k: t.describe() for k, t in f.targets.items()}}
             self.history.append(NEMESIS, OpType.INFO, STARTS[f.family][0], planned, fault=f.id)
-            self.active[f.id] = (f, planned)
-            value = await self._stale_orders(f)
-            if f.id in self.active:
-                self.active[f.id] = (f, value)
+            out: dict[str, Any] = {"kind": f.kind, "steps": {}}
+            self.active[f.id] = (f, out)  # filled as the steps go: a heal half-way undoes what was done
+            await COMPOSITIONS[f.family][0](self, f, out)
         else:
             value = self._start(f)
             self.active[f.id] = (f, value)
@@ -108,30 +110,16 @@ class SimNemesis:
         c = self.c
         out: dict[str, Any] = {"kind": f.kind}
         if f.family == "partition":
-            if f.kind in ("halves", "bridge"):
-                order = list(f.params["order"])
-                g = grudge.halves(order) if f.kind == "halves" else grudge.bridge(order)
-            else:
-                hit = self.resolve(f.targets["victim"])
-                out["targets"] = {"victim": hit}
-                g = (grudge.one_way(hit["node"], c.names) if f.kind == "one-way"
-                     else grudge.isolate(hit["node"], c.names))
-            g = grudge.describe(g)
-            if f.kind == "zookeeper":
-                c.zk_drops.update((dst, src) for dst, srcs in g.items() for src in srcs)
-                out["ports"] = ["zookeeper"]
-            else:
-                loss = float(f.params["loss"]) if f.kind == "flaky" else None
-                c.net.add_grudge(g, loss)
-                if loss is not None:
-                    out["loss"] = loss
-            out["grudge"] = g
-            return out
+            return self._partition(f, out)
+        if f.family == "move":
+            return self._move(f)
         if f.family == "clock" and f.kind == "reset":
             for n in c.nodes.values():
                 n.clock.skew_ms = 0
             return {"kind": "reset", "nodes": list(c.names), "seconds": 0.0}
         hits = {k: self.resolve(t) for k, t in f.targets.items()}
+        if f.family in ("zombie", "isolate"):
+            return self._single(f, hits["victim"])
         nodes = sorted({h["node"] for h in hits.values()})
         if any(t.live for t in f.targets.values()):
             out["targets"] = hits
@@ -156,75 +144,77 @@ class SimNemesis:
                                                                       float(f.params["period_s"])))
         return out
 
-    # --- compositions ----------------------------------------------------------------------------
-    def _step(self, f: PlannedFault, n: int, op: str, value: dict[str, Any]) -> str:
-        sid = f"{f.id}.{n}"
-        self.history.append(NEMESIS, OpType.INFO, op, {**value, "of": f.id}, fault=sid)
-        return sid
-
-    async def _wait_for(self, probe: Any, timeout_s: float) -> Any:
-        waited = 0.0
-        while waited <= timeout_s:
-            got = probe()
-            if got:
-                return got
-            await asyncio.sleep(0.1)
-            waited += 0.1
-        return None
-
-    async def _stale_orders(self, f: PlannedFault) -> dict[str, Any]:
+    def _partition(self, f: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
         c = self.c
-        key = int(f.params["key"])
-        timeout = 4 * float(f.params["session_timeout_s"])
-        out: dict[str, Any] = {"kind": f.kind, "key": key, "steps": {}}
-        ctrl = c.controller()
-        if ctrl is None:
-            return {**out, "skipped": "no controller"}
-        keys = [(key + i) % self.partitions() for i in range(self.partitions())]
-        led = [(k, c.leader(self.topic, k)) for k in keys]
-        k, a = next(((k, n) for k, n in led if n is not None and n != ctrl), (key, None))
-        if a is None:
-            return {**out, "skipped": "no partition has a leader other than the controller"}
-        b = next(n for n in c.names if n not in (ctrl, a))
-        out.update(key=k, controller=ctrl, restarted=a, receiver=b)
-        cut = {b: [ctrl]}
-        c.net.add_grudge(cut)
-        out["steps"]["cut"] = self._step(f, 1, "start-partition", {"kind": "cut", "grudge": cut, "ports": [9092]})
-        c.nodes[a].kill()
-        self._step(f, 2, "start-kill", {"kind": "one", "nodes": [a]})
-        moved = await self._wait_for(lambda: (lambda n: n if n not in (None, a) else None)(c.leader(self.topic, k)),
-                                     timeout)
-        out["reelected"] = moved
-        c.nodes[a].start()
-        self._step(f, 2, "stop-kill", {"kind": "one", "restarted": [a]})
-        iso = {n: [ctrl] for n in c.names if n != ctrl}
-        c.zk_drops.update((n, ctrl) for n in iso)
-        out["steps"]["isolate"] = self._step(f, 3, "start-partition", {"kind": "zookeeper", "grudge": iso,
-                                                                         "ports": ["zookeeper"]})
-        out["new_controller"] = await self._wait_for(
-            lambda: (lambda n: n if n not in (None, ctrl) else None)(c.controller()), timeout)
-        await asyncio.sleep(float(f.params["settle_s"]))
-        c.net.lift_grudge(cut)
-        self._step(f, 1, "stop-partition", {"kind": "cut", "healed": sorted(cut)})
-        del out["steps"]["cut"]
+        if f.kind in ("halves", "bridge"):
+            order = list(f.params["order"])
+            g = grudge.halves(order) if f.kind == "halves" else grudge.bridge(order)
+        else:
+            hit = self.resolve(f.targets["victim"])
+            out["targets"] = {"victim": hit}
+            g = (grudge.one_way(hit["node"], c.names) if f.kind == "one-way"
+                 else grudge.isolate(hit["node"], c.names))
+        g = grudge.describe(g)
+        if f.kind == "zookeeper":
+            c.zk_drops.update((dst, src) for dst, srcs in g.items() for src in srcs)
+            out["ports"] = ["zookeeper"]
+        else:
+            loss = float(f.params["loss"]) if f.kind == "flaky" else None
+            c.net.add_grudge(g, loss)
+            if loss is not None:
+                out["loss"] = loss
+        out["grudge"] = g
         return out
 
-    def _stop_stale_orders(self, f: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
-        c = self.c
-        steps = started.get("steps", {})
-        ctrl, receiver = started.get("controller"), started.get("receiver")
-        if "cut" in steps and ctrl and receiver:
-            c.net.lift_grudge({receiver: [ctrl]})
-            self._step(f, 1, "stop-partition", {"kind": "cut", "healed": [receiver]})
-        if "isolate" in steps and ctrl:
-            c.zk_drops.difference_update((n, ctrl) for n in c.names)
-            self._step(f, 3, "stop-partition", {"kind": "zookeeper", "healed": sorted(n for n in c.names if n != ctrl)})
-        if started.get("restarted"):
-            c.nodes[started["restarted"]].start()
-        return {k: v for k, v in started.items() if k != "steps"}
+    def _single(self, f: PlannedFault, hit: dict[str, Any]) -> dict[str, Any]:
+        """zombie (`nemesis/zombie.py`) and isolate (`nemesis/isolate.py`): one victim, resolved now."""
+        c, v = self.c, hit["node"]
+        if f.family == "zombie":
+            c.nodes[v].pause()
+            return {"kind": f.kind, "node": v, "targets": {"victim": hit}}
+        if f.kind == "zookeeper":  # every ZooKeeper server (the victim's own too) drops the victim
+            g = {n: [v] for n in c.names}
+            c.zk_drops.update((n, v) for n in g)
+            ports = [ZK_PORT]
+        else:  # the victim's and its peers' broker ports drop each other's requests
+            g = {v: [n for n in c.names if n != v], **{n: [v] for n in c.names if n != v}}
+            c.net.add_grudge(g, scope="to-port")
+            ports = [BROKER_PORT]
+        return {"kind": f.kind, "node": v, "grudge": grudge.describe(g), "ports": ports,
+                "targets": {"victim": hit}}
 
-    def partitions(self) -> int:
-        return self.partition_count
+    def _assignment(self, p: int) -> dict[str, list[str]] | None:
+        ids = self.admin.assignment_ids(self.topic, p)
+        if ids is None:
+            return None
+        return {k: [n for n in map(self.c.node_of, v) if n] for k, v in ids.items()}
+
+    def _move(self, f: PlannedFault) -> dict[str, Any]:
+        """`nemesis/move.py`: the operator's request, through the ZooKeeper admin paths."""
+        p = int(f.params["key"])
+        try:
+            if f.kind == "elect":
+                parts = list(range(self.partition_count))
+                accepted = self.admin.request_preferred_election(self.topic, parts)
+                return {"kind": "elect", "partitions": parts, "accepted": accepted}
+            current = self._assignment(p)
+            rf = len(current["replicas"]) - len(current["adding"]) if current else int(f.params["replicas"])
+            names = list(f.params["order"])[:rf]
+            self.admin.request_reassignment(self.topic, p, [self.c.nodes[n].broker_id for n in names])
+            return {"kind": "reassign", "partition": p, "nodes": names,
+                    "from": current["replicas"] if current else None}
+        except KazooException as e:  # ZooKeeper out of reach: recorded, the run goes on
+            return {"kind": f.kind, "partition": p, "error": f"{type(e).__name__}: {e}"}
+
+    def _stop_move(self, f: PlannedFault) -> dict[str, Any]:
+        p = int(f.params["key"])
+        try:
+            assignment = self._assignment(p)
+        except KazooException:
+            assignment = None
+        st = self.c.partition_state(self.topic, p)
+        return {"kind": f.kind, "partition": p, "assignment": assignment, "leader": self.c.leader(self.topic, p),
+                "isr": [n for n in map(self.c.node_of, st["isr"]) if n] if st else None}
 
     async def _strobe(self, nodes: list[str], seconds: float, period: float) -> None:
         on = False
@@ -242,7 +232,8 @@ class SimNemesis:
         c = self.c
         value: dict[str, Any] = {"kind": f.kind}
         if f.family in COMPOSITE:
-            value = self._stop_stale_orders(f, started)
+            COMPOSITIONS[f.family][1](self, f, started)
+            value = {k: v for k, v in started.items() if k != "steps"}
         elif f.family == "partition":
             g = started["grudge"]
             if f.kind == "zookeeper":
@@ -250,6 +241,18 @@ class SimNemesis:
             else:
                 c.net.lift_grudge(g, started.get("loss"))
             value["healed"] = sorted(g)
+        elif f.family == "isolate":
+            g = started["grudge"]
+            if f.kind == "zookeeper":
+                c.zk_drops.difference_update((dst, src) for dst, srcs in g.items() for src in srcs)
+            else:
+                c.net.lift_grudge(g, scope="to-port")
+            value = {"kind": f.kind, "node": started["node"], "healed": True}
+        elif f.family == "zombie":
+            c.nodes[started["node"]].resume()
+            value = {"kind": f.kind, "node": started["node"], "resumed": True}
+        elif f.family == "move":
+            value = self._stop_move(f)
         elif f.family == "pause":
             for n in started["nodes"]:
                 if f.kind == "zookeeper":

@@ -8,7 +8,8 @@ carries on with the groups and offsets it finds there.
 
 - `records.py`: the partition a group lives in, and the records' encoding (pure).
 - `state.py`: one group's state machine — Empty → PreparingRebalance → CompletingRebalance →
-  Stable — with members, generations, rebalance and session timeouts (pure; time is passed in).
+  Stable — with members, generations, rebalance and session timeouts, and static members
+  (KIP-345, `group.instance.id`) (pure; time is passed in).
 - `coordinator.py`: the requests (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
   OffsetCommit, OffsetFetch, ListGroups, DescribeGroups), loading and unloading partitions, and the
   writes; it reaches the broker only through `BrokerCore` (partitions, purgatory, clock).

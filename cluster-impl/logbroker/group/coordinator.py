@@ -176,11 +176,11 @@ class GroupCoordinator:
         if not g.write_wanted:
             return
         g.write_wanted = False
-        gen = g.generation
+        gen, replaced = g.generation, tuple(g.replacing)
         p = self._owned(self._partition_of(g.group_id))
 
         def done(err: Err, _base: int) -> Body:
-            g.written(self._now(), gen, err)
+            g.written(self._now(), gen, err, replaced)
             self.core.purgatory.check([_key(g.group_id)])
             return {}
 
@@ -255,6 +255,7 @@ class GroupCoordinator:
 
         def body(r: dict[str, Any]) -> Body:
             return {"throttle_time_ms": 0, "error_code": r["error_code"], "generation_id": r.get("generation_id", -1),
+                    "protocol_type": g.protocol_type if g is not None and r["error_code"] == 0 else None,
                     "protocol_name": r.get("protocol_name") or "", "leader": r.get("leader", ""),
                     "member_id": r.get("member_id", req.member_id), "members": r.get("members", [])}
 
@@ -273,7 +274,7 @@ class GroupCoordinator:
         rebalance_ms = req.rebalance_timeout_ms if version >= 1 else req.session_timeout_ms
         a = JoinArgs(req.member_id, req.header.client_id or "", self.core.client_host, req.session_timeout_ms,
                      rebalance_ms, req.protocol_type, tuple((p.name, bytes(p.metadata)) for p in req.protocols),
-                     require_known_member_id=version >= 4)
+                     require_known_member_id=version >= 4, instance_id=req.group_instance_id if version >= 5 else None)
         w = g.join(self._now(), a, self._new_member_id)
         self._after(g)
         self.core.purgatory.check([_key(gid)])
@@ -281,18 +282,29 @@ class GroupCoordinator:
 
     def sync_group(self, version: int, req: Any) -> Reply:
 
-        def body(r: dict[str, Any]) -> Body:
-            return {"throttle_time_ms": 0, "error_code": r["error_code"], "assignment": r.get("assignment", b"")}
-
         gid = req.group_id
         err = self._coordinator_error(gid)
         g = self.groups.get(gid)
+
+        def body(r: dict[str, Any]) -> Body:
+            out: Body = {"throttle_time_ms": 0, "error_code": r["error_code"], "assignment": r.get("assignment", b"")}
+            if version >= 5:  # the group's protocol, so the client can check it is the one it chose
+                ok = r["error_code"] == 0 and g is not None
+                out |= {"protocol_type": g.protocol_type if ok and g else None,
+                        "protocol_name": g.protocol if ok and g else None}
+            return out
+
         if err == Err.NONE and g is None:
             err = Err.UNKNOWN_MEMBER_ID
+        if err == Err.NONE and g is not None and version >= 5 and (
+                (req.protocol_type is not None and req.protocol_type != g.protocol_type)
+                or (req.protocol_name is not None and req.protocol_name != g.protocol)):
+            err = Err.INCONSISTENT_GROUP_PROTOCOL
         if err != Err.NONE or g is None:
             return Reply(version, body({"error_code": int(err)}))
         w = g.sync(self._now(), req.member_id, req.generation_id,
-                   {a.member_id: bytes(a.assignment) for a in req.assignments})
+                   {a.member_id: bytes(a.assignment) for a in req.assignments},
+                   req.group_instance_id if version >= 3 else None)
         self._after(g)
         self.core.purgatory.check([_key(gid)])
         m = g.members.get(req.member_id)
@@ -303,19 +315,28 @@ class GroupCoordinator:
         err = self._coordinator_error(req.group_id)
         if err == Err.NONE:
             g = self.groups.get(req.group_id)
-            err = g.heartbeat(self._now(), req.member_id, req.generation_id) if g else Err.UNKNOWN_MEMBER_ID
+            err = g.heartbeat(self._now(), req.member_id, req.generation_id,
+                              req.group_instance_id if version >= 3 else None) if g else Err.UNKNOWN_MEMBER_ID
         return Reply(version, {"throttle_time_ms": 0, "error_code": int(err)})
 
     def leave_group(self, version: int, req: Any) -> Reply:
-
+        """v0-2: one member by id; v3+: a batch, each by member id and/or group.instance.id, each with
+        its own error (the top-level error only for the coordinator itself), as Kafka answers."""
+        leaving = [(m.member_id, m.group_instance_id) for m in req.members] if version >= 3 else \
+            [(req.member_id, None)]
         err = self._coordinator_error(req.group_id)
+        errors: list[Err] = []
         if err == Err.NONE:
             g = self.groups.get(req.group_id)
-            err = g.leave(self._now(), req.member_id) if g else Err.UNKNOWN_MEMBER_ID
+            errors = [g.leave(self._now(), mid, iid) if g else Err.UNKNOWN_MEMBER_ID for mid, iid in leaving]
             if g is not None:
                 self._after(g)
                 self.core.purgatory.check([_key(req.group_id)])
-        return Reply(version, {"throttle_time_ms": 0, "error_code": int(err)})
+        if version < 3:
+            return Reply(version, {"throttle_time_ms": 0, "error_code": int(err if err != Err.NONE else errors[0])})
+        return Reply(version, {"throttle_time_ms": 0, "error_code": int(err), "members": [
+            {"member_id": mid, "group_instance_id": iid, "error_code": int(e)}
+            for (mid, iid), e in zip(leaving, errors, strict=False)]})
 
     # --- OffsetCommit, OffsetFetch -------------------------------------------------------------------
     def offset_commit(self, version: int, req: Any) -> Reply:
@@ -339,7 +360,8 @@ class GroupCoordinator:
         if err == Err.NONE:
             if g is None and generation < 0:
                 g = self.groups[gid] = Group(gid, self.cfg.group_initial_rebalance_delay_ms)
-            err = g.may_commit(self._now(), member, generation) if g is not None else Err.ILLEGAL_GENERATION
+            err = g.may_commit(self._now(), member, generation, req.group_instance_id if version >= 7 else None) \
+                if g is not None else Err.ILLEGAL_GENERATION
         if err != Err.NONE:
             errors.update({(t, i): err for t, i, *_ in asked})
             return Reply(version, body())
@@ -419,7 +441,7 @@ class GroupCoordinator:
                 d["group_state"] = g.state.value if g is not None else "Dead"
             if g is not None:
                 d.update(protocol_type=g.protocol_type or "", protocol_data=g.protocol or "", members=[
-                    {"member_id": m.member_id, "group_instance_id": None, "client_id": m.client_id,
+                    {"member_id": m.member_id, "group_instance_id": m.instance_id, "client_id": m.client_id,
                      "client_host": m.client_host, "member_metadata": m.metadata(g.protocol),
                      "member_assignment": m.assignment} for m in g.members.values()])
             out.append(d)

@@ -8,8 +8,10 @@ a key and value of compact JSON. Two kinds, as in Kafka, and the last record of 
 - an offset commit, key `{"k": "offset", "group", "topic", "partition"}`, value
   `{"offset", "leader_epoch", "metadata", "commit_ms"}`;
 - a group's metadata, key `{"k": "group", "group"}`, value `{"generation", "protocol_type",
-  "protocol", "leader", "members": [...]}`, written when a generation's assignment is complete
-  and when a group becomes empty.
+  "protocol", "leader", "members": [...]}`, written when a generation's assignment is complete,
+  when a group becomes empty, and when a static member's new id replaces its old one; each member
+  has its `group_instance_id` (null for a dynamic member; absent in records from before static
+  membership, read as null).
 """
 
 from __future__ import annotations

@@ -16,6 +16,16 @@ assignment in its SyncGroup. The first rebalance of an empty group waits
 A member that does not heartbeat within its session timeout is removed, except while it waits for
 its JoinGroup or SyncGroup answer.
 
+Static members (KIP-345, `group.instance.id`, JoinGroup v5+) keep their place across restarts:
+- a known instance joining with no member id gets a new id that replaces the old one (the old id is
+  fenced: its waiting answers and later requests get FENCED_INSTANCE_ID). In a Stable group whose
+  protocol would stay the same, nothing else happens: the new id is written in the group record and
+  the member is answered with the current generation and the old leader id (so it does not assign),
+  then gets its current assignment from SyncGroup. Otherwise the group rebalances;
+- a rebalance does not drop a static member that has not rejoined (only its session timeout does);
+  if no member at all rejoined, the rebalance waits another rebalance timeout;
+- LeaveGroup may name an instance instead of a member id (administrative removal).
+
 Answers to JoinGroup and SyncGroup that must wait are `Waiter`s; the coordinator turns them into
 responses when `result` is set.
 """
@@ -64,6 +74,7 @@ class JoinArgs:
     protocol_type: str
     protocols: tuple[tuple[str, bytes], ...]
     require_known_member_id: bool  # JoinGroup v4+: a new member first gets MEMBER_ID_REQUIRED
+    instance_id: str | None = None  # group.instance.id of a static member (JoinGroup v5+)
 
 
 @dataclass
@@ -78,9 +89,23 @@ class Member:
     assignment: bytes = b""
     join: Waiter | None = None
     sync: Waiter | None = None
+    instance_id: str | None = None
 
     def metadata(self, protocol: str | None) -> bytes:
         return dict(self.protocols).get(protocol or "", b"")
+
+
+@dataclass(frozen=True, slots=True)
+class Replaced:
+    """A static member's id replaced in a Stable group, waiting for the group record that persists it;
+    what to put back if that write fails."""
+
+    old_member_id: str
+    leader: str | None  # the leader before: the JoinGroup answer names it
+    protocols: tuple[tuple[str, bytes], ...]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    waiter: Waiter
 
 
 @dataclass
@@ -94,6 +119,8 @@ class Group:
     leader: str | None = None
     members: dict[str, Member] = field(default_factory=dict)
     pending: dict[str, int] = field(default_factory=dict)  # member ids handed out → deadline
+    static: dict[str, str] = field(default_factory=dict)  # group.instance.id → its current member id
+    replacing: dict[str, Replaced] = field(default_factory=dict)  # new member id → its replacement
     rebalance_deadline_ms: int = 0
     join_not_before_ms: int = 0
     assigned: bool = False  # CompletingRebalance: the leader's assignment waits to be written
@@ -106,6 +133,13 @@ class Group:
             return w.fail(Err.INCONSISTENT_GROUP_PROTOCOL, member_id=a.member_id)
         if a.member_id == "":
             mid = new_member_id(a.client_id)
+            if a.instance_id is not None:  # static members never get MEMBER_ID_REQUIRED
+                old = self.static.get(a.instance_id)
+                if old is not None:
+                    self._replace_static(now, old, mid, a, w)
+                else:
+                    self._add(now, mid, a, w)
+                return w
             if a.require_known_member_id:
                 self.pending[mid] = now + a.session_timeout_ms
                 return w.fail(Err.MEMBER_ID_REQUIRED, member_id=mid)
@@ -114,9 +148,10 @@ class Group:
         if self.pending.pop(a.member_id, None) is not None:
             self._add(now, a.member_id, a, w)
             return w
-        m = self.members.get(a.member_id)
-        if m is None:
-            return w.fail(Err.UNKNOWN_MEMBER_ID, member_id=a.member_id)
+        err = self._check_member(a.member_id, a.instance_id)
+        if err != Err.NONE:
+            return w.fail(err, member_id=a.member_id)
+        m = self.members[a.member_id]
         if self.state is GroupState.PREPARING:
             self._update(now, m, a, w)
             self._maybe_complete_join(now)
@@ -128,6 +163,41 @@ class Group:
             self._update(now, m, a, w)
             self._prepare(now)
         return w
+
+    def _check_member(self, member_id: str, instance_id: str | None) -> Err:
+        """Kafka's validateCurrentMember: a static member's id must be its instance's current one."""
+        if instance_id is not None:
+            current = self.static.get(instance_id)
+            if current is None:
+                return Err.UNKNOWN_MEMBER_ID
+            return Err.NONE if current == member_id else Err.FENCED_INSTANCE_ID
+        return Err.NONE if member_id in self.members else Err.UNKNOWN_MEMBER_ID
+
+    def _replace_static(self, now: int, old_id: str, new_id: str, a: JoinArgs, w: Waiter) -> None:
+        """A known instance rejoined with no member id: `new_id` takes the old member's place."""
+        m = self.members.pop(old_id)
+        if m.join is not None:
+            m.join.fail(Err.FENCED_INSTANCE_ID, member_id=old_id)
+        if m.sync is not None:
+            m.sync.fail(Err.FENCED_INSTANCE_ID)
+        m.join = m.sync = None
+        before = Replaced(old_id, self.leader, m.protocols, m.session_timeout_ms, m.rebalance_timeout_ms, w)
+        self.replacing.pop(old_id, None)
+        m.member_id = new_id
+        self.members[new_id] = m
+        if self.leader == old_id:
+            self.leader = new_id
+        assert a.instance_id is not None
+        self.static[a.instance_id] = new_id
+        self._update(now, m, a, w)
+        if self.state is GroupState.STABLE and self._select_protocol() == self.protocol:
+            self.replacing[new_id] = before  # answered once the group record with new_id is written
+            self.write_wanted = True
+        elif self.state is GroupState.PREPARING:
+            self._maybe_complete_join(now)
+        else:  # Stable with a protocol change; or CompletingRebalance, where the leader may be
+            # assigning to the old id
+            self._prepare(now)
 
     def _accepts_protocols(self, a: JoinArgs) -> bool:
         names = {n for n, _ in a.protocols}
@@ -143,8 +213,10 @@ class Group:
         if not self.members:
             self.protocol_type = a.protocol_type
         m = Member(mid, a.client_id, a.client_host, a.session_timeout_ms, a.rebalance_timeout_ms, a.protocols,
-                   heartbeat_deadline_ms=now + a.session_timeout_ms, join=w)
+                   heartbeat_deadline_ms=now + a.session_timeout_ms, join=w, instance_id=a.instance_id)
         self.members[mid] = m
+        if a.instance_id is not None:
+            self.static[a.instance_id] = mid
         if self.leader is None:
             self.leader = mid
         if self.state is GroupState.PREPARING:
@@ -184,22 +256,26 @@ class Group:
             self._complete_join(now)
 
     def _complete_join(self, now: int) -> None:
-        for m in [m for m in self.members.values() if m.join is None]:
-            self._remove(m)  # did not rejoin within the rebalance timeout
+        for m in [m for m in self.members.values() if m.join is None and m.instance_id is None]:
+            self._remove(m)  # did not rejoin within the rebalance timeout (static members stay)
         self.pending.clear()  # their ids are void; such a member starts again as new
+        joined = [m for m in self.members.values() if m.join is not None]
+        if self.members and not joined:  # only absent static members: wait until they rejoin or expire
+            self.rebalance_deadline_ms = now + max(m.rebalance_timeout_ms for m in self.members.values())
+            return
         self.generation += 1
         if not self.members:
             self.state, self.protocol, self.leader = GroupState.EMPTY, None, None
             self.write_wanted = True
             return
         self.protocol = self._select_protocol()
-        if self.leader not in self.members:
-            self.leader = next(iter(self.members))
+        if self.leader not in self.members or self.members[self.leader].join is None:
+            self.leader = joined[0].member_id
         self.state = GroupState.COMPLETING
         for m in self.members.values():
-            assert m.join is not None
-            m.join.succeed(**self._join_fields(m))
-            m.join = None
+            if m.join is not None:
+                m.join.succeed(**self._join_fields(m))
+                m.join = None
             m.heartbeat_deadline_ms = now + m.session_timeout_ms
 
     def _select_protocol(self) -> str:
@@ -212,17 +288,19 @@ class Group:
         return max(votes, key=lambda n: votes[n])
 
     def _join_fields(self, m: Member) -> dict[str, Any]:
-        members = [{"member_id": x.member_id, "metadata": x.metadata(self.protocol)}
+        members = [{"member_id": x.member_id, "group_instance_id": x.instance_id, "metadata": x.metadata(self.protocol)}
                    for x in self.members.values()] if m.member_id == self.leader else []
         return {"generation_id": self.generation, "protocol_name": self.protocol, "leader": self.leader or "",
                 "member_id": m.member_id, "members": members}
 
     # --- SyncGroup ---------------------------------------------------------------------------------
-    def sync(self, now: int, member_id: str, generation: int, assignments: dict[str, bytes]) -> Waiter:
+    def sync(self, now: int, member_id: str, generation: int, assignments: dict[str, bytes],
+             instance_id: str | None = None) -> Waiter:
         w = Waiter()
-        m = self.members.get(member_id)
-        if m is None:
-            return w.fail(Err.UNKNOWN_MEMBER_ID)
+        err = self._check_member(member_id, instance_id)
+        if err != Err.NONE:
+            return w.fail(err)
+        m = self.members[member_id]
         if generation != self.generation:
             return w.fail(Err.ILLEGAL_GENERATION)
         if self.state is GroupState.PREPARING:
@@ -241,8 +319,11 @@ class Group:
             self.write_wanted = True  # answered once the group record is written (`written`)
         return w
 
-    def written(self, now: int, generation: int, err: Err) -> None:
-        """The group record of `generation` is committed (err NONE) or could not be."""
+    def written(self, now: int, generation: int, err: Err, replaced: tuple[str, ...] = ()) -> None:
+        """The group record of `generation` is committed (err NONE) or could not be; `replaced` are the
+        static members' new ids (`replacing`) that it carried."""
+        for mid in replaced:
+            self._replacement_written(mid, generation, err)
         if generation != self.generation or self.state is not GroupState.COMPLETING or not self.assigned:
             return
         if err != Err.NONE:
@@ -255,29 +336,64 @@ class Group:
                 m.sync.succeed(assignment=m.assignment)
                 m.sync = None
 
+    def _replacement_written(self, mid: str, generation: int, err: Err) -> None:
+        """Answer a static member that replaced its old id in a Stable group, or put the old id back
+        (as Kafka: the member gets the error and starts again) — unless the group has moved on."""
+        r = self.replacing.pop(mid, None)
+        m = self.members.get(mid)
+        if r is None or m is None or m.join is not r.waiter:
+            return
+        if self.state is not GroupState.STABLE or generation != self.generation:
+            return  # a rebalance started meanwhile: its end answers the member
+        if err == Err.NONE:
+            fields = self._join_fields(m) | {"leader": r.leader or "", "members": []}
+            m.join = None
+            r.waiter.succeed(**fields)
+            return
+        del self.members[mid]
+        m.member_id, m.join = r.old_member_id, None
+        m.protocols, m.session_timeout_ms, m.rebalance_timeout_ms = r.protocols, r.session_timeout_ms, \
+            r.rebalance_timeout_ms
+        self.members[r.old_member_id] = m
+        if m.instance_id is not None:
+            self.static[m.instance_id] = r.old_member_id
+        self.leader = r.leader
+        r.waiter.fail(err, member_id="", generation_id=self.generation, protocol_name=self.protocol,
+                      leader=r.leader or "")
+
     # --- Heartbeat, LeaveGroup, timers --------------------------------------------------------------
-    def heartbeat(self, now: int, member_id: str, generation: int) -> Err:
-        m = self.members.get(member_id)
-        if m is None:
-            return Err.UNKNOWN_MEMBER_ID
+    def heartbeat(self, now: int, member_id: str, generation: int, instance_id: str | None = None) -> Err:
+        err = self._check_member(member_id, instance_id)
+        if err != Err.NONE:
+            return err
+        m = self.members[member_id]
         if generation != self.generation:
             return Err.ILLEGAL_GENERATION
         m.heartbeat_deadline_ms = now + m.session_timeout_ms
         return Err.REBALANCE_IN_PROGRESS if self.state is GroupState.PREPARING else Err.NONE
 
-    def leave(self, now: int, member_id: str) -> Err:
-        if self.pending.pop(member_id, None) is not None:
+    def leave(self, now: int, member_id: str, instance_id: str | None = None) -> Err:
+        """A member leaves; with no member id, the static member of `instance_id` is removed (Kafka's
+        administrative removal, LeaveGroup v3+)."""
+        if member_id == "":
+            member_id = self.static.get(instance_id, "") if instance_id is not None else ""
+            instance_id = None
+        elif self.pending.pop(member_id, None) is not None:
             self._maybe_complete_join(now)
             return Err.NONE
-        m = self.members.get(member_id)
-        if m is None:
-            return Err.UNKNOWN_MEMBER_ID
+        err = self._check_member(member_id, instance_id)
+        if err != Err.NONE:
+            return err
+        m = self.members[member_id]
         self._remove(m)
         self._member_gone(now)
         return Err.NONE
 
     def _remove(self, m: Member) -> None:
         del self.members[m.member_id]
+        self.replacing.pop(m.member_id, None)
+        if m.instance_id is not None and self.static.get(m.instance_id) == m.member_id:
+            del self.static[m.instance_id]
         if m.join is not None:
             m.join.fail(Err.UNKNOWN_MEMBER_ID, member_id=m.member_id)
         if m.sync is not None:
@@ -308,12 +424,14 @@ class Group:
             self._maybe_complete_join(now)
 
     # --- OffsetCommit --------------------------------------------------------------------------------
-    def may_commit(self, now: int, member_id: str, generation: int) -> Err:
+    def may_commit(self, now: int, member_id: str, generation: int, instance_id: str | None = None) -> Err:
         """Kafka's rule: a group with no members takes commits without a generation (assign()-style
         consumers); otherwise only a member of the current generation commits, not mid-assignment.
         Member and generation are checked first: during CompletingRebalance a member of the previous
         generation gets ILLEGAL_GENERATION (librdkafka's 0113 v_commit_during_rebalance expects it),
-        one of the new generation REBALANCE_IN_PROGRESS."""
+        one of the new generation REBALANCE_IN_PROGRESS. A fenced static member learns so first."""
+        if instance_id is not None and self.static.get(instance_id, member_id) != member_id:
+            return Err.FENCED_INSTANCE_ID
         if generation < 0 and self.state is GroupState.EMPTY:
             return Err.NONE
         m = self.members.get(member_id)
@@ -330,7 +448,8 @@ class Group:
     def snapshot(self) -> dict[str, Any]:
         return {"generation": self.generation, "protocol_type": self.protocol_type, "protocol": self.protocol,
                 "leader": self.leader,
-                "members": [{"member_id": m.member_id, "client_id": m.client_id, "client_host": m.client_host,
+                "members": [{"member_id": m.member_id, "group_instance_id": m.instance_id,
+                             "client_id": m.client_id, "client_host": m.client_host,
                              "session_timeout_ms": m.session_timeout_ms,
                              "rebalance_timeout_ms": m.rebalance_timeout_ms,
                              "subscription": m.metadata(self.protocol).hex(), "assignment": m.assignment.hex()}
@@ -345,7 +464,9 @@ class Group:
             g.members[d["member_id"]] = Member(
                 d["member_id"], d["client_id"], d["client_host"], int(d["session_timeout_ms"]),
                 int(d["rebalance_timeout_ms"]), ((g.protocol or "", bytes.fromhex(d["subscription"])),),
-                heartbeat_deadline_ms=now + int(d["session_timeout_ms"]), assignment=bytes.fromhex(d["assignment"]))
+                heartbeat_deadline_ms=now + int(d["session_timeout_ms"]), assignment=bytes.fromhex(d["assignment"]),
+                instance_id=d.get("group_instance_id"))  # absent in records written before static members
+        g.static = {m.instance_id: mid for mid, m in g.members.items() if m.instance_id is not None}
         g.state = GroupState.STABLE if g.members else GroupState.EMPTY
         if not g.members:
             g.protocol_type = g.protocol = g.leader = None

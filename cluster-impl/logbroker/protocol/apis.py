@@ -77,16 +77,17 @@ APIS: dict[int, Api] = {
         Api(1, "Fetch", FetchRequest, FetchResponse, 0, 12),
         Api(2, "ListOffsets", ListOffsetsRequest, ListOffsetsResponse, 1, 7),
         Api(3, "Metadata", MetadataRequest, MetadataResponse, 0, 12),
-        # consumer groups (logbroker/group/): the generic protocol without static membership
-        # (group.instance.id arrives with JoinGroup v5, SyncGroup/Heartbeat/LeaveGroup v3,
-        # OffsetCommit v7, so those stay out), offsets by topic name (OffsetFetch v8 batches groups)
-        Api(8, "OffsetCommit", OffsetCommitRequest, OffsetCommitResponse, 2, 6),
+        # consumer groups (logbroker/group/): the generic protocol with static membership
+        # (group.instance.id: JoinGroup v5+, SyncGroup/Heartbeat/LeaveGroup v3+, OffsetCommit v7+);
+        # JoinGroup v8 (reason) and v9 (skip_assignment), OffsetCommit v9 (KIP-848 member epochs) and
+        # OffsetFetch v8 (batches of groups) stay out; offsets by topic name
+        Api(8, "OffsetCommit", OffsetCommitRequest, OffsetCommitResponse, 2, 8),
         Api(9, "OffsetFetch", OffsetFetchRequest, OffsetFetchResponse, 1, 7),
         Api(10, "FindCoordinator", FindCoordinatorRequest, FindCoordinatorResponse, 0, 4),
-        Api(11, "JoinGroup", JoinGroupRequest, JoinGroupResponse, 0, 4),
-        Api(12, "Heartbeat", HeartbeatRequest, HeartbeatResponse, 0, 2),
-        Api(13, "LeaveGroup", LeaveGroupRequest, LeaveGroupResponse, 0, 2),
-        Api(14, "SyncGroup", SyncGroupRequest, SyncGroupResponse, 0, 2),
+        Api(11, "JoinGroup", JoinGroupRequest, JoinGroupResponse, 0, 7),
+        Api(12, "Heartbeat", HeartbeatRequest, HeartbeatResponse, 0, 4),
+        Api(13, "LeaveGroup", LeaveGroupRequest, LeaveGroupResponse, 0, 5),
+        Api(14, "SyncGroup", SyncGroupRequest, SyncGroupResponse, 0, 5),
         Api(15, "DescribeGroups", DescribeGroupsRequest, DescribeGroupsResponse, 0, 4),
         Api(16, "ListGroups", ListGroupsRequest, ListGroupsResponse, 0, 4),
         Api(18, "ApiVersions", ApiVersionsRequest, ApiVersionsResponse, 0, 3),

@@ -120,3 +120,54 @@ def test_group_resumes_from_committed_offsets_after_the_coordinator_dies(tmp_pat
     finally:
         for b in cluster:
             b.kill()
+
+
+def test_static_members_keep_their_instance_mapping_across_a_coordinator_failover(
+        tmp_path: Path, zookeeper: LocalZooKeeper) -> None:
+    """The group record carries each member's group.instance.id: after the coordinator's broker dies,
+    the new coordinator still knows both static members, and one that restarts there gets its own
+    partitions back with no rebalance of the other."""
+    from confluent_kafka.admin import AdminClient
+    from test_groups import StaticMember, until
+
+    cluster = make_cluster(tmp_path, zookeeper, extra=("offsets.topic.num.partitions=3",
+                                                      "group.initial.rebalance.delay.ms=0"))
+    members: list[StaticMember] = []
+    try:
+        from confluent_kafka.admin import NewTopic
+        from test_repl_failover import admin as admin_of
+
+        client = admin_of(cluster)
+        wait_for(lambda: len(client.list_topics(timeout=10).brokers) == 3, what="all brokers registered")
+        for f in client.create_topics([NewTopic("static", 4, 3)]).values():
+            f.result(15)
+        boot = ",".join(b.bootstrap for b in cluster)
+        a = StaticMember(boot, GROUP, "ia", "static")
+        b = StaticMember(boot, GROUP, "ib", "static")
+        members += [a, b]
+
+        def step() -> None:
+            for m in members:
+                m.poll()
+
+        until(lambda: len(a.parts()) == 2 and len(b.parts()) == 2, 40, "a split between the static members", step)
+        a_seen, b_parts = a.rebalances, b.parts()
+        coord = coordinator(cluster)
+        assert coord > 0
+        cluster[coord - 1].kill()
+        wait_for(lambda: coordinator(cluster) not in (coord, -1), 60, what="a new coordinator")
+        alive = ",".join(x.bootstrap for x in cluster if x.alive())
+        admin = AdminClient({"bootstrap.servers": alive, "logger": quiet})
+        desc = admin.describe_consumer_groups([GROUP])[GROUP].result(10)
+        assert sorted(m.group_instance_id for m in desc.members) == ["ia", "ib"]
+        b.c.close()  # no LeaveGroup: static
+        members.remove(b)
+        b2 = StaticMember(alive, GROUP, "ib", "static")
+        members.append(b2)
+        until(lambda: len(b2.parts()) == 2, 40, "the restarted member's assignment", step)
+        assert b2.parts() == b_parts and a.rebalances == a_seen
+    finally:
+        for m in members:
+            m.c.close()
+        for x in cluster:
+            x.kill()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from logsim.loop import Incarnation, SimLoop
@@ -74,4 +75,51 @@ def test_a_dead_process_resets_its_peers_and_refuses_new_connections() -> None:
 
     loop.run_until_complete(main())
     assert out == ["eof", "refused"]
+    loop.shutdown()
+
+
+def test_port_rules_cut_one_direction_of_requests_and_mute_only_answers() -> None:
+    """A `cut` (n2 drops what n1 sends to n2's port) holds n1's requests to n2 but not n1's answers on
+    n2's own connection to n1; a `mute` (n1 drops what n2 answers from its port) holds only those
+    answers, while n1's requests still arrive — as the compositions' iptables rules do."""
+    loop = SimLoop(3)
+    net = SimNetwork(loop, 3)
+    at_n2: list[tuple[float, bytes]] = []
+    _pair(loop, net, at_n2, Incarnation("n2", 1))
+    at_n1: list[tuple[float, bytes]] = []
+
+    async def echo(reader: Any, writer: Any) -> None:  # n1 answers whatever n2 sends it
+        while True:
+            data = await reader.readexactly(2)
+            at_n1.append((loop.time(), data))
+            writer.write(data.upper())
+
+    loop.call_in(Incarnation("n1", 1), 0, lambda: net.listen("n1", 9092, echo))
+
+    async def main() -> None:
+        await asyncio.sleep(0.1)
+        r21, w21 = await net.host("n2").connect("n1", 9092)  # n2's connection to n1
+        _, w12 = await net.host("n1").connect("n2", 9092)  # n1's connection to n2
+        net.add_grudge({"n2": ["n1"]}, scope="to-port")
+        w12.write(b"x1")
+        w21.write(b"y1")
+        assert await asyncio.wait_for(r21.readexactly(2), 1) == b"Y1"  # n1's answer to n2 flows
+        await asyncio.sleep(1)
+        assert [d for _, d in at_n2] == []  # n1's request to n2 is held
+        net.lift_grudge({"n2": ["n1"]}, scope="to-port")
+        await asyncio.sleep(0.1)
+        assert [d for _, d in at_n2] == [b"x1"]
+        net.add_grudge({"n2": ["n1"]}, scope="from-port")  # n2 no longer hears n1's answers
+        w21.write(b"z1")
+        w12.write(b"x2")
+        await asyncio.sleep(1)
+        assert [d for _, d in at_n1][-1] == b"z1"  # n2's request arrived
+        assert [d for _, d in at_n2] == [b"x1", b"x2"]  # n1's own connection to n2 is untouched
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(r21.readexactly(2), 1)
+            raise AssertionError("the muted answer arrived")
+        net.lift_grudge({"n2": ["n1"]}, scope="from-port")
+        assert await asyncio.wait_for(r21.readexactly(2), 1) == b"Z1"  # retransmitted once lifted
+
+    loop.run_until_complete(main())
     loop.shutdown()
