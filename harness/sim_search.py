@@ -2,12 +2,17 @@
 schedule, and save the smallest failing run as a normal run directory with its check and report.
 
 - Seeds `first, first+1, ...` are simulated by a pool of worker processes (one per core by
-  default), each into a scratch directory, and screened there (`sim_screen.py`: plain Python, no
-  Spark); results come back in batches of one per worker.
-- The first seed whose screen finds loss or divergence is shrunk: with its seed fixed (so the
-  workload and the simulator's choices stay what they were), its schedule is made smaller while
-  the screen still fails — drop one fault at a time, then halve each fault's duration, then start
-  each fault later — one candidate at a time, each a fresh simulation.
+  default), each into a scratch run directory, and screened there at once (`sim_screen.py`: plain
+  Python, for loss and divergence), so an obvious failure stops the search within seconds.
+- Every `check_batch` seeds, the batch's run directories are judged by the real checker as one
+  Spark job keyed by run (`results.check.check_runs`, on the parent's one warm session): every
+  anomaly the checks know, not only the screen's subset, so a seed the screen passes but the
+  checks call invalid is found too. The batch is also checked when the screen finds a seed, which
+  confirms it (or finds a smaller failing seed the screen passed). `check_batch=0`: screen only.
+- The first failing seed is shrunk: with its seed fixed (so the workload and the simulator's
+  choices stay what they were), its schedule is made smaller while it still fails by the judge
+  that found it (the screen, or the Spark check) — drop one fault at a time, then halve each
+  fault's duration, then start each fault later — one candidate at a time, each a fresh simulation.
 - The smallest failing schedule is simulated once more into the store as a normal run
   (`test.json` keeps the schedule and `"schedule_shrunk": true`, so `chaos replay` reproduces it
   byte for byte), and checked by the real checker; its report says the rest.
@@ -30,6 +35,7 @@ from harness.provision.sim_screen import screen
 from kernel.nemesis import PlannedFault
 from kernel.node import node_names
 from kernel.spec import RunSpec, build_spec
+from kernel.store import RunDir
 
 
 @dataclass
@@ -49,6 +55,8 @@ class SearchOutcome:
     shrunk: list[PlannedFault] = field(default_factory=list)
     shrink_steps: int = 0
     time_to_detect_s: float | None = None
+    spark_batches: int = 0  # Spark jobs that judged batches of seeds
+    spark_checked: int = 0  # seeds those jobs judged
 
 
 def _plan(spec: RunSpec) -> list[PlannedFault]:
@@ -63,35 +71,84 @@ def _workload(spec: RunSpec) -> Any:
     return get_workload(spec.workload)
 
 
-def simulate_and_screen(spec_json: dict[str, Any], faults_json: list[dict[str, Any]] | None
-                        ) -> tuple[int, dict[str, int], float, float, list[dict[str, Any]]]:
-    """In a worker process: one seed (with its own schedule, or `faults_json`) into a scratch dir."""
+@dataclass
+class Simulated:
+    """One seed's simulation, as a worker process returns it."""
+
+    seed: int
+    screened: dict[str, int]
+    sim_seconds: float
+    wall_s: float
+    faults: list[dict[str, Any]]
+    run_dir: str | None  # kept for the batch's Spark check; None when the scratch was removed
+
+
+def simulate_and_screen(spec_json: dict[str, Any], faults_json: list[dict[str, Any]] | None,
+                        keep_in: str | None = None) -> Simulated:
+    """In a worker process: one seed (with its own schedule, or `faults_json`) into a scratch run
+    directory (with a test.json, so the checker can judge it), screened; the directory is kept under
+    `keep_in` for the caller's batch check, else removed."""
     spec = build_spec(spec_json)
     faults = _plan(spec) if faults_json is None else [PlannedFault.from_json(f) for f in faults_json]
-    d = Path(tempfile.mkdtemp(prefix="chaos-sim-search-"))
+    d = Path(tempfile.mkdtemp(prefix=f"seed-{spec.seed}-", dir=keep_in))
     t0 = time.monotonic()
     try:
         out = simulate(spec, _workload(spec), faults, d, lambda _: None)
+        RunDir(d, spec, {"seed": spec.seed, "config": spec.to_json(), "provisioner": "sim", "complete": True,
+                         "schedule": [f.to_json() for f in faults], "recovered": out.recovered,
+                         "drained": out.drained, "ops": out.ops, "sim_seconds": round(out.sim_seconds, 3)}
+               ).write_meta()
         found = screen(d)
-    finally:
+    except BaseException:
         shutil.rmtree(d, ignore_errors=True)
-    return spec.seed, found, out.sim_seconds, time.monotonic() - t0, [f.to_json() for f in faults]
+        raise
+    if keep_in is None:
+        shutil.rmtree(d, ignore_errors=True)
+    return Simulated(spec.seed, found, out.sim_seconds, time.monotonic() - t0, [f.to_json() for f in faults],
+                     str(d) if keep_in is not None else None)
 
 
-def _still_fails(spec: RunSpec, faults: list[PlannedFault]) -> bool:
-    _, found, _, _, _ = simulate_and_screen(spec.to_json(), [f.to_json() for f in faults])
-    return bool(found)
+def spark_judge(run_dirs: list[str], spark_master: str | None = None) -> list[dict[str, int]]:
+    """The real checker over many scratch runs as one Spark job: per run, its bad anomalies and
+    their counts (empty when valid or unknown; a run that cannot be judged counts as clean)."""
+    from results.check import CheckResult, check_runs
+
+    out: list[dict[str, int]] = []
+    for r in check_runs([Path(d) for d in run_dirs], spark_master=spark_master, write=False, perf=False):
+        if isinstance(r, CheckResult) and r.valid is False:
+            out.append({t: int(r.anomalies.get(t, {}).get("count", 1)) for t in r.bad_error_types})
+        else:
+            out.append({})
+    return out
+
+
+Judge = Callable[[RunSpec, list[PlannedFault]], bool]
+
+
+def _screen_fails(spec: RunSpec, faults: list[PlannedFault]) -> bool:
+    return bool(simulate_and_screen(spec.to_json(), [f.to_json() for f in faults]).screened)
+
+
+def _spark_fails(spark_master: str | None) -> Judge:
+    def fails(spec: RunSpec, faults: list[PlannedFault]) -> bool:
+        scratch = tempfile.mkdtemp(prefix="chaos-sim-shrink-")
+        try:
+            sim = simulate_and_screen(spec.to_json(), [f.to_json() for f in faults], keep_in=scratch)
+            return bool(sim.screened) or bool(spark_judge([sim.run_dir or ""], spark_master)[0])
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return fails
 
 
 def shrink(spec: RunSpec, faults: list[PlannedFault], deadline: float,
-           say: Callable[[str], None]) -> tuple[list[PlannedFault], int]:
+           say: Callable[[str], None], fails: Judge = _screen_fails) -> tuple[list[PlannedFault], int]:
     """The smallest schedule found that still fails: fewer faults, then shorter, then later."""
     best, steps = list(faults), 0
     i = 0
     while i < len(best) and time.monotonic() < deadline:  # fewer
         removed, cand = best[i], best[:i] + best[i + 1:]
         steps += 1
-        if _still_fails(spec, cand):
+        if fails(spec, cand):
             best = cand
             say(f"shrink: fault {removed.id} ({removed.family}-{removed.kind}) is not needed; {len(best)} left")
         else:
@@ -100,7 +157,7 @@ def shrink(spec: RunSpec, faults: list[PlannedFault], deadline: float,
         while best[i].duration_s > 0.5 and time.monotonic() < deadline:
             cand = best[:i] + [replace(best[i], duration_s=round(best[i].duration_s / 2, 3))] + best[i + 1:]
             steps += 1
-            if not _still_fails(spec, cand):
+            if not fails(spec, cand):
                 break
             best = cand
     for i in range(len(best)):  # later
@@ -110,39 +167,73 @@ def shrink(spec: RunSpec, faults: list[PlannedFault], deadline: float,
                 break
             cand = best[:i] + [replace(best[i], at_s=later)] + best[i + 1:]
             steps += 1
-            if not _still_fails(spec, cand):
+            if not fails(spec, cand):
                 break
             best = cand
     return best, steps
 
 
 def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: Callable[[str], None],
-           max_seeds: int | None = None, shrink_found: bool = True) -> SearchOutcome:
+           max_seeds: int | None = None, shrink_found: bool = True, check_batch: int = 32,
+           spark_master: str | None = None) -> SearchOutcome:
     """Simulate seeds until one fails (or the budget or `max_seeds` ends); shrink it."""
     t0 = time.monotonic()
     deadline = t0 + budget_s
     out = SearchOutcome()
     ctx = multiprocessing.get_context("fork")
-    seed = first_seed
-    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        while time.monotonic() < deadline and out.found is None:
-            n = jobs if max_seeds is None else min(jobs, max_seeds - out.seeds)
-            if n <= 0:
-                break
-            batch = [pool.submit(simulate_and_screen, replace(base, seed=s).to_json(), None)
-                     for s in range(seed, seed + n)]
-            seed += n
-            for fut in batch:  # in seed order: the first failing seed is the smallest
-                s, found, sim_s, wall, faults = fut.result()
-                out.seeds += 1
-                out.sim_seconds += sim_s
-                if found and out.found is None:
-                    out.found = Found(s, found, [PlannedFault.from_json(f) for f in faults], wall)
-                    out.time_to_detect_s = time.monotonic() - t0
-            say(f"{out.seeds} seeds, {out.sim_seconds:.0f} simulated s in {time.monotonic() - t0:.1f} s"
-                + (f"; seed {out.found.seed} fails: {out.found.anomalies}" if out.found else ""))
+    scratch = tempfile.mkdtemp(prefix="chaos-sim-search-") if check_batch > 0 else None
+    pending: list[Simulated] = []  # screened clean, waiting for the batch's Spark check
+    found_by_spark = False
+
+    def judge_pending() -> None:
+        nonlocal found_by_spark
+        if not pending:
+            return
+        t = time.monotonic()
+        verdicts = spark_judge([p.run_dir or "" for p in pending], spark_master)
+        out.spark_batches += 1
+        out.spark_checked += len(pending)
+        for sim, bad in zip(pending, verdicts, strict=True):
+            if bad and (out.found is None or sim.seed < out.found.seed):
+                out.found = Found(sim.seed, bad, [PlannedFault.from_json(f) for f in sim.faults], sim.wall_s)
+                out.time_to_detect_s = time.monotonic() - t0
+                found_by_spark = True
+            shutil.rmtree(sim.run_dir or "", ignore_errors=True)
+        say(f"checked {len(pending)} seeds as one Spark job in {time.monotonic() - t:.1f} s"
+            + (f"; seed {out.found.seed} fails: {out.found.anomalies}" if out.found and found_by_spark else ""))
+        pending.clear()
+
+    try:
+        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            seed = first_seed
+            while time.monotonic() < deadline and out.found is None:
+                n = jobs if max_seeds is None else min(jobs, max_seeds - out.seeds)
+                if n <= 0:
+                    break
+                batch = [pool.submit(simulate_and_screen, replace(base, seed=s).to_json(), None, scratch)
+                         for s in range(seed, seed + n)]
+                seed += n
+                for fut in batch:  # in seed order: the first failing seed is the smallest
+                    sim = fut.result()
+                    out.seeds += 1
+                    out.sim_seconds += sim.sim_seconds
+                    if sim.screened and out.found is None:
+                        out.found = Found(sim.seed, sim.screened, [PlannedFault.from_json(f) for f in sim.faults],
+                                          sim.wall_s)
+                        out.time_to_detect_s = time.monotonic() - t0
+                    if sim.run_dir is not None:
+                        pending.append(sim)
+                say(f"{out.seeds} seeds, {out.sim_seconds:.0f} simulated s in {time.monotonic() - t0:.1f} s"
+                    + (f"; seed {out.found.seed} fails: {out.found.anomalies}" if out.found else ""))
+                if len(pending) >= check_batch > 0 or out.found is not None:
+                    judge_pending()
+        judge_pending()
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     if out.found is not None and shrink_found:
         spec = replace(base, seed=out.found.seed)
-        out.shrunk, out.shrink_steps = shrink(spec, out.found.faults, deadline + budget_s, say)
+        fails = _spark_fails(spark_master) if found_by_spark else _screen_fails
+        out.shrunk, out.shrink_steps = shrink(spec, out.found.faults, deadline + budget_s, say, fails)
     out.wall_s = time.monotonic() - t0
     return out

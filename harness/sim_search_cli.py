@@ -34,11 +34,14 @@ def parse_budget(text: str) -> float:
 @click.option("--max-seeds", type=click.IntRange(1, 10**9), default=None, help="Stop after this many seeds.")
 @click.option("--jobs", type=click.IntRange(1, 256), default=os.cpu_count() or 1, show_default=True,
               help="Parallel simulator processes.")
+@click.option("--check-batch", type=click.IntRange(0, 10_000), default=32, show_default=True,
+              help="Judge every this many seeds with the real checker as one Spark job (0: the quick screen only).")
+@click.option("--spark-master", default=None, help="Spark master URL for the checks (default local[*]).")
 @click.option("--store", default="store", show_default=True)
 @click.option("--no-check", is_flag=True, help="Save the shrunk run without the Spark check and report.")
 def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: int, time_limit: float, rate: float,
-               nemesis_interval: float, first_seed: int, max_seeds: int | None, jobs: int, store: str,
-               no_check: bool) -> int:
+               nemesis_interval: float, first_seed: int, max_seeds: int | None, jobs: int, check_batch: int,
+               spark_master: str | None, store: str, no_check: bool) -> int:
     """Simulate seeds in parallel until one loses or corrupts data; shrink its fault schedule; save the
     smallest failing run in the store with its check and report.
 
@@ -58,16 +61,17 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
     base = build_test(build_spec(values)).spec  # every name checked; the sim's default mix filled in
     say = lambda s: click.echo(f"sim-search: {s}", err=True)  # noqa: E731
     out = search(base, first_seed=first_seed, budget_s=parse_budget(budget), jobs=jobs, say=say,
-                 max_seeds=max_seeds)
+                 max_seeds=max_seeds, check_batch=check_batch, spark_master=spark_master)
     rate_h = out.seeds / out.wall_s * 3600 if out.wall_s else 0.0
-    say(f"{out.seeds} seeds ({out.sim_seconds:.0f} simulated s) in {out.wall_s:.1f} s: {rate_h:.0f} seeds/hour")
+    say(f"{out.seeds} seeds ({out.sim_seconds:.0f} simulated s) in {out.wall_s:.1f} s: {rate_h:.0f} seeds/hour; "
+        f"{out.spark_checked} of them judged by the checker in {out.spark_batches} Spark job(s)")
     if out.found is None:
         say("no failing seed within the budget")
         return 0
     say(f"seed {out.found.seed} failed after {out.time_to_detect_s:.1f} s: {out.found.anomalies}; "
         f"schedule shrunk from {len(out.found.faults)} to {len(out.shrunk)} faults in {out.shrink_steps} steps")
     spec = build_spec({"seed": out.found.seed}, base=base)
-    result = run_simulated(build_test(spec), say, faults=out.shrunk, check=not no_check,
+    result = run_simulated(build_test(spec, spark_master=spark_master), say, faults=out.shrunk, check=not no_check,
                            extra_meta={"schedule_shrunk": True, "search": {
                                "seeds": out.seeds, "time_to_detect_s": round(out.time_to_detect_s or 0, 3),
                                "screened": out.found.anomalies, "original_schedule": [
