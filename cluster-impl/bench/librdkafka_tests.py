@@ -76,7 +76,7 @@ def start_cluster(root: Path, n: int, stack: ExitStack) -> list[BrokerProc]:
     return brokers
 
 
-def run_one(tests_dir: Path, num: str, conf: Path, timeout_s: float) -> dict[str, Any]:
+def run_one(tests_dir: Path, num: str, conf: Path, timeout_s: float, logs: Path | None = None) -> dict[str, Any]:
     env = dict(os.environ, TESTS=num, TEST_KAFKA_VERSION="2.8.0", RDKAFKA_TEST_CONF=str(conf),
                LD_LIBRARY_PATH=f"{tests_dir.parent / 'src'}:{tests_dir.parent / 'src-cpp'}")
     t0 = time.monotonic()
@@ -87,6 +87,9 @@ def run_one(tests_dir: Path, num: str, conf: Path, timeout_s: float) -> dict[str
         out, rc = ((e.stdout or b"") + (e.stderr or b"")).decode(errors="replace"), -1
     took = round(time.monotonic() - t0, 1)
     clean = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    if logs is not None:
+        logs.mkdir(parents=True, exist_ok=True)
+        (logs / f"{num}.log").write_text(clean)
     summary = [ln for ln in clean.splitlines() if re.search(rf"\b{num}_\w+\s+\|\s+\w+", ln)]
     ran = any(re.search(r"\|\s+PASSED\s+\|", ln) for ln in summary)  # the `_mock`/`_local` siblings are
     # listed as SKIPPED (filtered out by -L)
@@ -103,6 +106,7 @@ def main() -> None:
     ap.add_argument("--skip", nargs="*", default=[], help="test numbers to leave out")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per test")
     ap.add_argument("--out", type=Path, default=Path("bench-results/librdkafka.json"))
+    ap.add_argument("--logs", type=Path, help="keep each test's output here (<number>.log)")
     args = ap.parse_args()
     tests_dir = args.librdkafka / "tests"
     wanted = [t for t in (args.tests or group_tests(tests_dir)) if t not in args.skip]
@@ -117,7 +121,7 @@ def main() -> None:
             for b in brokers:  # a broker that died in a test comes back for the next
                 if not b.alive():
                     b.start()
-            r = run_one(tests_dir, num, conf, args.timeout)
+            r = run_one(tests_dir, num, conf, args.timeout, args.logs)
             results.append(r)
             print(f"{num}: {r['verdict']} ({r['seconds']} s)", flush=True)
             counts = {v: sum(1 for x in results if x["verdict"] == v) for v in ("pass", "fail", "skip", "timeout")}
