@@ -10,8 +10,9 @@ What it does:
 - picks the tests (unless --tests names them): the broker tests (not `TEST_F_LOCAL`, not `*_mock`,
   not share consumers) whose source subscribes, commits, reads committed offsets or closes a group
   consumer;
-- starts one broker, or three with a local ZooKeeper (RF 3), as processes (`tests/brokerlib.py`) with
-  `num.partitions=4` and `auto.create.topics.enable=true`, as librdkafka's own test clusters;
+- starts one broker, or three with a local ZooKeeper (default RF 3, min.insync.replicas 1), as
+  processes (`tests/brokerlib.py`) with `num.partitions=4` and `auto.create.topics.enable=true`, as
+  librdkafka's own test clusters;
 - runs `test-runner -L` with `TESTS=<number>` and `TEST_KAFKA_VERSION=2.8.0` for each, and writes
   pass/fail/skip per test (with the failure lines) to --out as it goes.
 
@@ -70,7 +71,8 @@ def start_cluster(root: Path, n: int, stack: ExitStack) -> list[BrokerProc]:
     for i in range(1, n + 1):
         b = BrokerProc(root / f"b{i}", overrides=[
             f"broker.id={i}", f"zookeeper.connect={zk.connect}", "default.replication.factor=3",
-            "min.insync.replicas=2", "offsets.topic.replication.factor=3", *BROKER_OPTS])
+            "offsets.topic.replication.factor=3", *BROKER_OPTS])  # min.insync.replicas stays 1: several
+        # tests create topics with replication factor 1 and produce with acks=all
         brokers.append(b.start())
         stack.callback(b.kill)
     return brokers
