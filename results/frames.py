@@ -45,6 +45,10 @@ REPLICA_SCHEMA = T.StructType(
 )
 #: bytes of history per partition of the keyed table: tiny inputs stay in one partition
 BYTES_PER_PARTITION = 64 << 20
+#: below this many bytes of history, Spark evaluates expressions without generating code: compiling
+#: a check's generated classes (Janino, then the JIT on them) costs seconds — more than interpreting
+#: a small input, and most of a fresh process's first check
+CODEGEN_MIN_BYTES = 32 << 20
 
 
 @dataclass
@@ -69,6 +73,12 @@ def partitions_for(spark: Any, nbytes: int) -> int:
     return max(1, min(most, nbytes // BYTES_PER_PARTITION + 1))
 
 
+def set_codegen(spark: Any, on: bool) -> None:
+    """Whole-stage code generation and compiled expressions, or interpreted evaluation."""
+    spark.conf.set("spark.sql.codegen.wholeStage", "true" if on else "false")
+    spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK" if on else "NO_CODEGEN")
+
+
 def load_frames(spark: Any, histories: Sequence[Path], replicas: Sequence[Path | None] = ()) -> Frames:
     """`histories[i]` is run i; `replicas[i]` its replica dump directory (or None). The keyed table
     is materialised at once as a local checkpoint: its plan is then a leaf, so the anomaly statement
@@ -76,9 +86,10 @@ def load_frames(spark: Any, histories: Sequence[Path], replicas: Sequence[Path |
     nbytes = sum(p.stat().st_size for p in histories)
     parts = partitions_for(spark, nbytes)
     spark.conf.set("spark.sql.shuffle.partitions", str(parts))
+    set_codegen(spark, nbytes >= CODEGEN_MIN_BYTES)
     n = next(_views)
     ops_v, comp_v, rep_v = f"chaos_ops_{n}", f"chaos_comp_{n}", f"chaos_replicas_{n}"
-    ops = load_ops(spark, histories)
+    ops = load_ops(spark, histories, single=parts == 1)
     ops.createOrReplaceTempView(ops_v)
     comp = spark.sql(comp_sql(ops_v))
     comp.createOrReplaceTempView(comp_v)
@@ -87,6 +98,8 @@ def load_frames(spark: Any, histories: Sequence[Path], replicas: Sequence[Path |
     if reps is not None:
         reps.createOrReplaceTempView(rep_v)
         rows += f" UNION ALL SELECT * FROM {rep_v}"
+    # one partition satisfies every grouping that follows: no shuffle at all, here or in the checks
+    spread = "COALESCE(1)" if parts == 1 else f"REPARTITION({parts}, run, key)"
     in_vo = "kind IN ('send', 'poll') AND `offset` IS NOT NULL"
     facts = spark.sql(f"""
       SELECT *, coalesce(idx, vidx) AS at FROM (
@@ -99,7 +112,7 @@ def load_frames(spark: Any, histories: Sequence[Path], replicas: Sequence[Path |
         FROM (
           SELECT *, CASE WHEN {in_vo} THEN dense_rank() OVER (
               PARTITION BY run, key ORDER BY CASE WHEN {in_vo} THEN 0 ELSE 1 END, `offset`) - 1 END AS idx
-          FROM (SELECT /*+ REPARTITION({parts}, run, key) */ * FROM ({rows})))
+          FROM (SELECT /*+ {spread} */ * FROM ({rows})))
         WINDOW v AS (PARTITION BY run, key, value))""").localCheckpoint(eager=True)
     return Frames(ops, spark.sql(f"SELECT * FROM {comp_v} WHERE part = 'comp'"), facts, reps is not None,
                   (ops_v, comp_v, rep_v))

@@ -26,8 +26,13 @@ def get_spark(master: str | None = None) -> Any:
             _session.stop()
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", "python3"))
+        from pyspark import SparkContext
         from pyspark.sql import SparkSession
 
+        from results.jvm import DriverJvm, driver_jvm, finish_dump_at_exit
+
+        # options reach the JVM only when this process starts it (a restarted session reuses it)
+        jvm = driver_jvm() if SparkContext._gateway is None else DriverJvm(())
         builder = (
             SparkSession.builder.appName("chaos-check")
             .master(want)
@@ -43,7 +48,10 @@ def get_spark(master: str | None = None) -> Any:
             # perf/latency.parquet is one row per op: move it to pandas as Arrow batches, not pickled rows
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         )
+        if jvm.options:
+            builder = builder.config("spark.driver.extraJavaOptions", jvm.java_options)
         _session = builder.getOrCreate()
+        finish_dump_at_exit(jvm, _session)
         _session.sparkContext.setLogLevel("ERROR")
         _master = want
         return _session

@@ -10,8 +10,9 @@ What it does:
 - picks the tests (unless --tests names them): the broker tests (not `TEST_F_LOCAL`, not `*_mock`,
   not share consumers) whose source subscribes, commits, reads committed offsets or closes a group
   consumer;
-- starts one broker, or three with a local ZooKeeper (RF 3), as processes (`tests/brokerlib.py`) with
-  `num.partitions=4` and `auto.create.topics.enable=true`, as librdkafka's own test clusters;
+- starts one broker, or three with a local ZooKeeper (default RF 3, min.insync.replicas 1), as
+  processes (`tests/brokerlib.py`) with `num.partitions=4` and `auto.create.topics.enable=true`, as
+  librdkafka's own test clusters;
 - runs `test-runner -L` with `TESTS=<number>` and `TEST_KAFKA_VERSION=2.8.0` for each, and writes
   pass/fail/skip per test (with the failure lines) to --out as it goes.
 
@@ -70,13 +71,14 @@ def start_cluster(root: Path, n: int, stack: ExitStack) -> list[BrokerProc]:
     for i in range(1, n + 1):
         b = BrokerProc(root / f"b{i}", overrides=[
             f"broker.id={i}", f"zookeeper.connect={zk.connect}", "default.replication.factor=3",
-            "min.insync.replicas=2", "offsets.topic.replication.factor=3", *BROKER_OPTS])
+            "offsets.topic.replication.factor=3", *BROKER_OPTS])  # min.insync.replicas stays 1: several
+        # tests create topics with replication factor 1 and produce with acks=all
         brokers.append(b.start())
         stack.callback(b.kill)
     return brokers
 
 
-def run_one(tests_dir: Path, num: str, conf: Path, timeout_s: float) -> dict[str, Any]:
+def run_one(tests_dir: Path, num: str, conf: Path, timeout_s: float, logs: Path | None = None) -> dict[str, Any]:
     env = dict(os.environ, TESTS=num, TEST_KAFKA_VERSION="2.8.0", RDKAFKA_TEST_CONF=str(conf),
                LD_LIBRARY_PATH=f"{tests_dir.parent / 'src'}:{tests_dir.parent / 'src-cpp'}")
     t0 = time.monotonic()
@@ -87,6 +89,9 @@ def run_one(tests_dir: Path, num: str, conf: Path, timeout_s: float) -> dict[str
         out, rc = ((e.stdout or b"") + (e.stderr or b"")).decode(errors="replace"), -1
     took = round(time.monotonic() - t0, 1)
     clean = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    if logs is not None:
+        logs.mkdir(parents=True, exist_ok=True)
+        (logs / f"{num}.log").write_text(clean)
     summary = [ln for ln in clean.splitlines() if re.search(rf"\b{num}_\w+\s+\|\s+\w+", ln)]
     ran = any(re.search(r"\|\s+PASSED\s+\|", ln) for ln in summary)  # the `_mock`/`_local` siblings are
     # listed as SKIPPED (filtered out by -L)
@@ -103,6 +108,7 @@ def main() -> None:
     ap.add_argument("--skip", nargs="*", default=[], help="test numbers to leave out")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per test")
     ap.add_argument("--out", type=Path, default=Path("bench-results/librdkafka.json"))
+    ap.add_argument("--logs", type=Path, help="keep each test's output here (<number>.log)")
     args = ap.parse_args()
     tests_dir = args.librdkafka / "tests"
     wanted = [t for t in (args.tests or group_tests(tests_dir)) if t not in args.skip]
@@ -117,7 +123,7 @@ def main() -> None:
             for b in brokers:  # a broker that died in a test comes back for the next
                 if not b.alive():
                     b.start()
-            r = run_one(tests_dir, num, conf, args.timeout)
+            r = run_one(tests_dir, num, conf, args.timeout, args.logs)
             results.append(r)
             print(f"{num}: {r['verdict']} ({r['seconds']} s)", flush=True)
             counts = {v: sum(1 for x in results if x["verdict"] == v) for v in ("pass", "fail", "skip", "timeout")}

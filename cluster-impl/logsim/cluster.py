@@ -12,6 +12,8 @@ import logging
 import random
 import shutil
 import tempfile
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +62,7 @@ class SimCluster:
         self.net = SimNetwork(self.loop, seed)
         self.names = [f"n{i + 1}" for i in range(n)]
         self.zk = ZooKeeperModel(self.loop, self.names, self.zk_reachable)
-        self.zk_drops: set[tuple[str, str]] = set()
+        self.zk_drops: Counter[tuple[str, str]] = Counter()  # (server, client): stacked ZooKeeper-port grudges
         self._own_root = data_root is None
         self.data_root = data_root or _scratch_root()
         self.settings = {**SIM_DEFAULTS, **(settings or {})}
@@ -93,6 +95,21 @@ class SimCluster:
     # --- connectivity ----------------------------------------------------------------------------
     def zk_reachable(self, a: str, b: str) -> bool:
         return self.net.reachable(a, b) and (b, a) not in self.zk_drops and (a, b) not in self.zk_drops
+
+    def cut_zk(self, grudge: Mapping[str, list[str]]) -> None:
+        """ZooKeeper-port grudges (server -> the clients it drops); they stack as iptables rules do,
+        so overlapping faults on one pair lift one at a time."""
+        for dst, srcs in grudge.items():
+            for src in srcs:
+                self.zk_drops[(dst, src)] += 1
+
+    def uncut_zk(self, grudge: Mapping[str, list[str]]) -> None:
+        for dst, srcs in grudge.items():
+            for src in srcs:
+                if self.zk_drops[(dst, src)] > 1:
+                    self.zk_drops[(dst, src)] -= 1
+                else:
+                    self.zk_drops.pop((dst, src), None)
 
     def rng(self, *path: object) -> random.Random:
         return random.Random("/".join(["logsim", str(self.seed), *map(str, path)]))

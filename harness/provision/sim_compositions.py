@@ -6,7 +6,7 @@ The container families are written against the blocking `NemesisContext` (a thre
 `ctx.sleep`); here each is a coroutine on the simulator's loop, so the steps are rewritten, not
 shared. Port rules become the network model's scoped grudges (`logsim.network`): a `cut` (frm can
 no longer send to to's broker port) is a `to-port` grudge, a `mute` (listener no longer hears
-speaker's broker-port answers) a `from-port` grudge; ZooKeeper cuts are the cluster's `zk_drops`.
+speaker's broker-port answers) a `from-port` grudge; ZooKeeper cuts are the cluster's stacked `cut_zk`.
 
 Each composition fills `out` (the dict the nemesis keeps as the fault's started value) as it goes,
 so a heal that cancels it half-way still finds and undoes every step it took.
@@ -66,7 +66,7 @@ def mute(nem: SimNemesis, listener: str, speaker: str) -> dict[str, Any]:
 def zk_cut(nem: SimNemesis, victim: str) -> dict[str, Any]:
     """Every ZooKeeper server (the victim's own too) drops the victim's client traffic."""
     g = {n: [victim] for n in nem.c.names}
-    nem.c.zk_drops.update((n, victim) for n in g)
+    nem.c.cut_zk(g)
     return {"kind": "zookeeper", "grudge": g, "ports": [ZK_PORT]}
 
 
@@ -74,7 +74,7 @@ def uncut(nem: SimNemesis, started: dict[str, Any]) -> None:
     """Lift what `cut`, `mute` or `zk_cut` installed."""
     g = started["grudge"]
     if started["kind"] == "zookeeper":
-        nem.c.zk_drops.difference_update((dst, src) for dst, srcs in g.items() for src in srcs)
+        nem.c.uncut_zk(g)
     else:
         nem.c.net.lift_grudge(g, scope="from-port" if started.get("from_ports") else "to-port")
 

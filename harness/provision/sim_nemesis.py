@@ -156,7 +156,7 @@ class SimNemesis:
                  else grudge.isolate(hit["node"], c.names))
         g = grudge.describe(g)
         if f.kind == "zookeeper":
-            c.zk_drops.update((dst, src) for dst, srcs in g.items() for src in srcs)
+            c.cut_zk(g)
             out["ports"] = ["zookeeper"]
         else:
             loss = float(f.params["loss"]) if f.kind == "flaky" else None
@@ -174,7 +174,7 @@ class SimNemesis:
             return {"kind": f.kind, "node": v, "targets": {"victim": hit}}
         if f.kind == "zookeeper":  # every ZooKeeper server (the victim's own too) drops the victim
             g = {n: [v] for n in c.names}
-            c.zk_drops.update((n, v) for n in g)
+            c.cut_zk(g)
             ports = [ZK_PORT]
         else:  # the victim's and its peers' broker ports drop each other's requests
             g = {v: [n for n in c.names if n != v], **{n: [v] for n in c.names if n != v}}
@@ -237,14 +237,14 @@ class SimNemesis:
         elif f.family == "partition":
             g = started["grudge"]
             if f.kind == "zookeeper":
-                c.zk_drops.difference_update((dst, src) for dst, srcs in g.items() for src in srcs)
+                c.uncut_zk(g)
             else:
                 c.net.lift_grudge(g, started.get("loss"))
             value["healed"] = sorted(g)
         elif f.family == "isolate":
             g = started["grudge"]
             if f.kind == "zookeeper":
-                c.zk_drops.difference_update((dst, src) for dst, srcs in g.items() for src in srcs)
+                c.uncut_zk(g)
             else:
                 c.net.lift_grudge(g, scope="to-port")
             value = {"kind": f.kind, "node": started["node"], "healed": True}

@@ -71,9 +71,13 @@ def run_of(paths: Sequence[Path], col: Column) -> Column:
     return F.create_map(*pairs)[file_path(col)]
 
 
-def load_ops(spark: Any, histories: Sequence[Path]) -> DataFrame:
-    """Every op of every history, with `run` (its history's position in `histories`)."""
+def load_ops(spark: Any, histories: Sequence[Path], *, single: bool = False) -> DataFrame:
+    """Every op of every history, with `run` (its history's position in `histories`). `single`: read
+    into one partition, which Spark then knows satisfies every grouping (run, process, key...), so
+    a small history is judged without a single shuffle."""
     lines = spark.read.text([str(p.resolve()) for p in histories]).where(F.length(F.trim("value")) > 0)
+    if single:
+        lines = lines.coalesce(1)
     return (
         lines.select(run_of(histories, F.col("_metadata.file_path")).alias("run"),
                      F.from_json("value", OP_SCHEMA).alias("j"))
@@ -92,57 +96,69 @@ KEY_FS_SQL = ", ".join(f"'{f}'" for f in KEY_OPS)
 
 def comp_sql(ops: str) -> str:
     """Client completions of the ops view `ops`, each joined to its invoke by a window over the
-    process (a process runs one op at a time), with `n_assign`; and unfinished invokes as `info`."""
+    process (a process runs one op at a time), with `n_assign`; and unfinished invokes as `info`
+    (`part` 'unfinished', their value in `inv_value`). One pass over the ops: a UNION of the two
+    kinds would read and parse the history twice."""
     return f"""
       WITH paired AS (
-        SELECT *, lag(index) OVER w AS inv_index, lag(time) OVER w AS inv_time, lag(value) OVER w AS inv_value,
+        SELECT *, type <> 'invoke' AS done,
+          lag(index) OVER w AS inv_index, lag(time) OVER w AS inv_time, lag(value) OVER w AS inv_value,
           lag(type) OVER w AS inv_type, lead(type) OVER w AS next_type,
           sum(CASE WHEN f IN ({KEY_FS_SQL}) AND type IN ('ok', 'info') THEN 1 ELSE 0 END) OVER (
             PARTITION BY run, process ORDER BY index ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS n_assign
         FROM {ops} WHERE process <> 'nemesis'
         WINDOW w AS (PARTITION BY run, process ORDER BY index))
-      SELECT run, index, inv_index, process, type, f, time, inv_time, time - inv_time AS latency, value,
-        inv_value, coalesce(final, false) AS final, n_assign, `rebalance-log` AS rebalance_log, 'comp' AS part
-      FROM paired WHERE type <> 'invoke' AND inv_type = 'invoke'
-      UNION ALL
-      SELECT run, index, NULL, process, 'info', f, time, NULL, NULL, CAST(NULL AS STRING), value,
-        coalesce(final, false), n_assign, NULL, 'unfinished'
-      FROM paired WHERE type = 'invoke' AND next_type IS NULL
+      SELECT run, index, CASE WHEN done THEN inv_index END AS inv_index, process,
+        CASE WHEN done THEN type ELSE 'info' END AS type, f, time, CASE WHEN done THEN inv_time END AS inv_time,
+        CASE WHEN done THEN time - inv_time END AS latency, CASE WHEN done THEN value END AS value,
+        CASE WHEN done THEN inv_value ELSE value END AS inv_value, coalesce(final, false) AS final, n_assign,
+        CASE WHEN done THEN `rebalance-log` END AS rebalance_log,
+        CASE WHEN done THEN 'comp' ELSE 'unfinished' END AS part
+      FROM paired WHERE (done AND inv_type = 'invoke') OR (NOT done AND next_type IS NULL)
     """
 
 
+#: one fact of a completion, before it becomes a row of `mops`
+FACT = "struct<key:bigint,kind:string,pos:int,offset:bigint,value:bigint,rebalanced:boolean>"
+_NO_FACTS = f"CAST(array() AS array<{FACT}>)"
+
+
+def _fact(key: str, kind: str, pos: str = "CAST(NULL AS INT)", offset: str = "CAST(NULL AS BIGINT)",
+          value: str = "CAST(NULL AS BIGINT)", rebalanced: str = "false") -> str:
+    return (f"named_struct('key', CAST({key} AS BIGINT), 'kind', '{kind}', 'pos', {pos}, 'offset', {offset}, "
+            f"'value', {value}, 'rebalanced', {rebalanced})")
+
+
 def mops_sql(comp: str) -> str:
-    """One row per fact about a key (columns `MOP_COLUMNS`) from the completions view `comp`."""
-    nulls = "CAST(NULL AS INT), CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), false, false, CAST(NULL AS BIGINT)"
+    """One row per fact about a key (columns `MOP_COLUMNS`) from the completions view `comp`.
+
+    Every completion yields the array of its facts (sends, polled records, keys an assign keeps,
+    keys a rebalance names), exploded once: one pass over `comp`, where a UNION of one query per
+    kind would read and parse the history once per kind."""
+    poll_map = "'map<string,array<array<bigint>>>'"
+    sends = f"""CASE WHEN f IN ('send', 'txn') THEN filter(transform(ims, (im, pos) ->
+          CASE WHEN get(im, 0) = 'send' THEN {_fact("get(im, 1)", "send", "pos",
+            "CASE WHEN type = 'ok' THEN get(from_json(get(get(cms, pos), 2), 'array<bigint>'), 0) END",
+            "CAST(get(im, 2) AS BIGINT)")} END), x -> x IS NOT NULL) END"""
+    polls = f"""CASE WHEN part = 'comp' AND type = 'ok' AND f IN ('poll', 'txn') THEN flatten(transform(
+          filter(cms, m -> get(m, 0) = 'poll'), m -> coalesce(flatten(transform(
+            map_entries(from_json(get(m, 1), {poll_map})), e -> coalesce(transform(e.value, (pair, pos) ->
+              {_fact("e.key", "poll", "pos", "get(pair, 0)", "get(pair, 1)",
+                     "array_contains(rb, CAST(e.key AS BIGINT))")}), {_NO_FACTS}))), {_NO_FACTS}))) END"""
+    keeps = f"""CASE WHEN part = 'comp' AND f IN ({KEY_FS_SQL}) AND type IN ('ok', 'info')
+          THEN transform(from_json(value, 'array<bigint>'), k -> {_fact("k", "keep")}) END"""
+    resets = f"""CASE WHEN part = 'comp' AND rebalance_log IS NOT NULL AND type IN ('ok', 'info')
+          THEN transform(rb, k -> {_fact("k", "reset")}) END"""
+    facts = ", ".join(f"coalesce({x}, {_NO_FACTS})" for x in (sends, polls, keeps, resets))
     return f"""
-      SELECT run, CAST(get(im, 1) AS BIGINT) AS key, 'send' AS kind, process, index, type, pos,
-        CASE WHEN type = 'ok' THEN get(from_json(get(cm, 2), 'array<bigint>'), 0) END AS `offset`,
-        CAST(get(im, 2) AS BIGINT) AS value, final, false AS rebalanced, n_assign
+      SELECT run, m.key, m.kind, process, index, type, m.pos, m.offset AS `offset`, m.value,
+        CASE WHEN m.kind IN ('send', 'poll') THEN final ELSE false END AS final, m.rebalanced,
+        CASE WHEN m.kind IN ('send', 'poll') THEN n_assign END AS n_assign
       FROM (
-        SELECT *, from_json(imop, 'array<string>') AS im, from_json(get(cmops, pos), 'array<string>') AS cm
+        SELECT run, process, index, type, final, n_assign, explode(concat({facts})) AS m
         FROM (
-          SELECT *, from_json(value, 'array<string>') AS cmops
-          FROM (SELECT *, posexplode(from_json(inv_value, 'array<string>')) AS (pos, imop)
-                FROM {comp} WHERE f IN ('send', 'txn'))))
-      WHERE get(im, 0) = 'send'
-      UNION ALL
-      SELECT run, key, 'poll', process, index, type, pos, get(pair, 0), get(pair, 1), final,
-        array_contains(rb, key), n_assign
-      FROM (
-        SELECT *, CAST(k AS BIGINT) AS key, posexplode(pairs) AS (pos, pair)
-        FROM (
-          SELECT *, explode(from_json(get(m, 1), 'map<string,array<array<bigint>>>')) AS (k, pairs)
-          FROM (
-            SELECT *, from_json(mop, 'array<string>') AS m
-            FROM (SELECT *, {REBALANCED} AS rb, explode(from_json(value, 'array<string>')) AS mop
-                  FROM {comp} WHERE part = 'comp' AND type = 'ok' AND f IN ('poll', 'txn')))
-          WHERE get(m, 0) = 'poll'))
-      UNION ALL
-      SELECT run, key, 'keep', process, index, type, {nulls}
-      FROM (SELECT *, explode(from_json(value, 'array<bigint>')) AS key
-            FROM {comp} WHERE part = 'comp' AND f IN ({KEY_FS_SQL}) AND type IN ('ok', 'info'))
-      UNION ALL
-      SELECT run, key, 'reset', process, index, type, {nulls}
-      FROM (SELECT *, explode({REBALANCED}) AS key
-            FROM {comp} WHERE part = 'comp' AND rebalance_log IS NOT NULL AND type IN ('ok', 'info'))
+          SELECT *, {REBALANCED} AS rb,
+            transform(from_json(inv_value, 'array<string>'), x -> from_json(x, 'array<string>')) AS ims,
+            transform(from_json(value, 'array<string>'), x -> from_json(x, 'array<string>')) AS cms
+          FROM {comp}))
     """

@@ -166,28 +166,43 @@ def api_versions_body(error: int = 0) -> dict[str, Any]:
     }
 
 
+_PLANS: dict[Any, tuple[frozenset[str], str, list[tuple[str, Any, bool]]]] = {}
+
+
+def _plan(cls: Any) -> tuple[frozenset[str], str, list[tuple[str, Any, bool]]]:
+    """Per message class, once: its field names, and per field (name, nested class or None, is it
+    one struct rather than an array of them). `_build` runs for every request and response a broker
+    builds; walking the schema each time was most of its cost."""
+    got = _PLANS.get(cls)
+    if got is None:
+        struct = cls._struct
+        fields = []
+        for field in struct._fields:
+            nested = field.is_struct() or field.is_struct_array()
+            fields.append((field.name, getattr(cls, field.type_str) if nested else None, field.is_struct()))
+        got = _PLANS[cls] = (frozenset(f.name for f in struct._fields), struct.name, fields)
+    return got
+
+
 def _build(cls: Any, values: dict[str, Any], version: int) -> dict[str, Any]:
     """Turn nested dicts into the codec's data classes (it encodes only its own instances).
 
     Nested classes hang off their parent class by type name (e.g. `MetadataResponseTopic`).
     """
-    struct = cls._struct
+    names, struct_name, fields = _plan(cls)
+    if not names.issuperset(values):
+        raise ValueError(f"unknown fields for {struct_name}: {sorted(set(values) - names)}")
     out: dict[str, Any] = {}
-    names = {f.name for f in struct._fields}
-    unknown = set(values) - names
-    if unknown:
-        raise ValueError(f"unknown fields for {struct.name}: {sorted(unknown)}")
-    for field in struct._fields:
-        if field.name not in values:
+    for name, sub, single in fields:
+        if name not in values:
             continue
-        v = values[field.name]
-        if v is not None and (field.is_struct() or field.is_struct_array()):
-            sub = getattr(cls, field.type_str)
-            if field.is_struct():
+        v = values[name]
+        if v is not None and sub is not None:
+            if single:
                 v = sub(version=version, **_build(sub, v, version))
             else:
                 v = [sub(version=version, **_build(sub, item, version)) for item in v]
-        out[field.name] = v
+        out[name] = v
     return out
 
 
