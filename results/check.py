@@ -47,6 +47,7 @@ ALWAYS_BAD = [
     "int-nonmonotonic-send",
     "commit-regression",
     "reread-committed",
+    "lost-commit",
 ]
 
 

@@ -16,8 +16,14 @@ the consumer fetched after the poll that received the assignment was invoked; so
 the key must be at or above every commit of that key acknowledged before that poll began. A first
 read below one is `reread-committed`: the group handed out an offset below an acknowledged commit.
 
-`chaos check` runs both for every run whose consumers subscribe (`commit_anomalies`), next to the
-Spark checks, as one linear Python pass over the history. Both are bad anomalies; neither exists in
+The most direct evidence is a consumer asking the coordinator for the group's committed offsets of
+its own keys at the start of a poll (`fetched-commits`): the answer must be at least every commit of
+that key acknowledged before the poll began. One below is `lost-commit`: the coordinator acknowledged
+a commit and then no longer had it. It catches a lost commit at the owner's next poll, before the
+owner overwrites it, where `reread-committed` needs a rebalance to come first.
+
+`chaos check` runs all three for every run whose consumers subscribe (`commit_anomalies`), next to
+the Spark checks, as one linear Python pass over the history. All are bad anomalies; none exists in
 Jepsen's checker, which does not record commits.
 """
 
@@ -28,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kernel.history import Op, OpType, commits, pairs, reads
+from kernel.history import Op, OpType, commits, fetched_commits, pairs, reads
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,20 +141,61 @@ def committed_rereads(ops: Iterable[Op]) -> list[Reread]:
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class LostCommit:
+    """`process` fetched `fetched` as the group's committed offset of `key` in the op completed at
+    `index`, below `committed`, a commit acknowledged (at `committed_at`) before that op was invoked."""
+
+    key: int
+    process: Any
+    index: int
+    fetched: int
+    committed: int
+    committed_at: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "process": self.process, "index": self.index, "fetched": self.fetched,
+                "committed": self.committed, "committed-at": self.committed_at}
+
+
+def lost_commits(ops: Iterable[Op]) -> list[LostCommit]:
+    """Every fetched committed offset below a commit of its key acknowledged before the fetching op
+    was invoked."""
+    high: dict[int, tuple[int, int]] = {}  # key -> (highest acknowledged commit so far, where)
+    at_invoke: dict[Any, dict[int, tuple[int, int]]] = {}  # process -> `high` when its op was invoked
+    found = []
+    for op in ops:
+        if not op.is_client:
+            continue
+        if op.type is OpType.INVOKE:
+            at_invoke[op.process] = dict(high)
+            continue
+        before = at_invoke.pop(op.process, {})
+        for k, got in sorted(fetched_commits(op).items()):
+            need = before.get(k)
+            if need is not None and got < need[0]:
+                found.append(LostCommit(k, op.process, op.index, got, need[0], need[1]))
+        for k, o in commits(op).items():
+            if k not in high or o > high[k][0]:
+                high[k] = (o, op.index)
+    return found
+
+
 def commit_anomalies(ops: Iterable[Op], examples: int) -> dict[str, dict[str, Any]]:
-    """The two commit anomalies in results.json's shape ({type: {count, examples}}), absent when none."""
+    """The commit anomalies in results.json's shape ({type: {count, examples}}), absent when none."""
     ops = list(ops)
     found: dict[str, dict[str, Any]] = {}
     for name, rows in (("commit-regression", [r.to_json() for r in commit_regressions(ops)]),
-                       ("reread-committed", [x.to_json() for x in committed_rereads(ops)])):
+                       ("reread-committed", [x.to_json() for x in committed_rereads(ops)]),
+                       ("lost-commit", [x.to_json() for x in lost_commits(ops)])):
         if rows:
             found[name] = {"count": len(rows), "examples": rows[:examples]}
     return found
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m results.commits RUN_DIR|history.jsonl`: print commit regressions and rereads of
-    committed offsets as JSON Lines; exit 0 when there are none, 1 when there are."""
+    """`python -m results.commits RUN_DIR|history.jsonl`: print commit regressions, rereads of
+    committed offsets and lost commits as JSON Lines; exit 0 when there are none, 1 when there are."""
     import argparse
     import json
     from pathlib import Path
@@ -162,13 +209,16 @@ def main(argv: list[str] | None = None) -> int:
     ops = list(read_ops(path))
     found = commit_regressions(ops)
     rereads = committed_rereads(ops)
+    lost = lost_commits(ops)
     for r in found:
         print(json.dumps({"type": "commit-regression", **r.to_json()}))
     for x in rereads:
         print(json.dumps({"type": "reread-committed", **x.to_json()}))
+    for y in lost:
+        print(json.dumps({"type": "lost-commit", **y.to_json()}))
     print(f"{len(acknowledged_commits(ops))} acknowledged commits, {len(found)} regressions, "
-          f"{len(rereads)} rereads of committed offsets")
-    return 1 if found or rereads else 0
+          f"{len(rereads)} rereads of committed offsets, {len(lost)} fetched below an acknowledged commit")
+    return 1 if found or rereads or lost else 0
 
 
 if __name__ == "__main__":

@@ -66,6 +66,7 @@ SEND_TIMEOUT_MS = 5000
 MAX_SENDS_PER_OP = 8
 POLL_BATCH = 50
 POLL_TIMEOUT_S = 0.5
+FETCH_COMMITTED_TIMEOUT_S = 2.0  # an OffsetFetch that takes longer is left out of the op, not waited for
 DRAIN_POLL_TIMEOUT_S = 1.0
 #: how long the drain keeps asking for high watermarks while leadership settles after the heal
 WATERMARK_PATIENCE_S = 60.0
@@ -296,6 +297,23 @@ class QueueClient:
         errors = [f"{tp.partition}: {tp.error}" for tp in done or [] if tp.error is not None]
         return {"commits": acked} | ({"commit-error": "; ".join(errors)} if errors else {})
 
+    def fetch_committed(self) -> dict[str, Any]:
+        """The group's committed offsets of the keys this consumer holds, asked of the coordinator
+        before the poll reads or commits: the direct evidence of a commit the coordinator lost
+        (`results/commits.py`, `lost-commit`). A lost commit is usually overwritten by the next one
+        before a rebalance hands its key to anybody, so the first reads after a rebalance alone
+        rarely show it; a consumer asking for its own last commit does, at its next poll."""
+        assert self.consumer is not None, "open() first"
+        if not self.assigned:
+            return {}
+        try:
+            got = self.consumer.committed([TopicPartition(self.topic, k) for k in sorted(self.assigned)],
+                                          timeout=FETCH_COMMITTED_TIMEOUT_S)
+        except KafkaException:
+            return {}
+        fetched = {str(tp.partition): tp.offset for tp in got if tp.error is None and tp.offset >= 0}
+        return {"fetched-commits": fetched} if fetched else {}
+
     def _mops(self, op: Invocation, final: bool) -> Completion:
         extra: dict[str, Any] = {}
         sent = self.send_many(sends_of(op.value))
@@ -306,6 +324,8 @@ class QueueClient:
             if final and self.ends is None:
                 self.ends = self.high_watermarks(sorted(self.assigned))
             self.rebalances = []
+            if self.subscribed and not final:
+                extra.update(self.fetch_committed())
             read = self.poll(DRAIN_POLL_TIMEOUT_S if final else POLL_TIMEOUT_S)
             reads.append(read)
             if self.subscribed:

@@ -20,7 +20,11 @@ Extra fields of a subscribing consumer's completions (the workload's `sub_via` i
   `subscribe`: the old consumer's revocation as it left);
 - `"commits": {"k": next offset, ...}` on a poll: the offsets it committed (synchronously, after
   reading) and the coordinator acknowledged; `"commit-error": "..."` when a commit was refused or
-  its outcome is unknown. `commits(op)` reads them.
+  its outcome is unknown. `commits(op)` reads them;
+- `"fetched-commits": {"k": next offset, ...}` on a poll: the group's committed offsets of the keys
+  the consumer held, fetched from the coordinator (OffsetFetch) at the start of the poll, before it
+  read or committed anything; keys with no commit yet are left out. `fetched_commits(op)` reads
+  them.
 """
 
 from __future__ import annotations
@@ -134,6 +138,13 @@ def reads(op: Op) -> Iterator[Read]:
 def assigned_keys(op: Op) -> list[int]:
     """The keys of an assign/subscribe op."""
     return list(op.value) if op.is_client and op.f in KEY_FS else []
+
+
+def fetched_commits(op: Op) -> dict[int, int]:
+    """The committed offsets a poll fetched before reading: key → the next offset to read. Any
+    completion may carry them (the fetch is a fact even when the poll's outcome is unknown)."""
+    got = op.extra.get("fetched-commits") if op.is_client and op.type is not OpType.INVOKE else None
+    return {int(k): int(v) for k, v in got.items()} if isinstance(got, dict) else {}
 
 
 def commits(op: Op) -> dict[int, int]:

@@ -83,6 +83,8 @@ def test_two_subscribers_share_the_group_record_rebalances_and_commit(broker: Br
         assert a.logs[0] == {"revoked": [], "assigned": KEYS}
         assert all(a.reads[k] == list(range(100)) for k in KEYS)  # from the start, in order, once
         assert a.commits == dict.fromkeys(KEYS, 100)
+        # each poll first asks the coordinator for its keys' committed offsets: what a committed
+        assert a.poll().extra["fetched-commits"] == {str(k): 100 for k in KEYS}
         for i in range(400, 800):
             assert a.c.send(i % 4, 1000 + i)[0] == "ok"
         b.play(Invocation("subscribe", KEYS))

@@ -108,7 +108,8 @@ def test_the_commit_check_reads_a_stored_history(tmp_path: Path, capsys: pytest.
     out = capsys.readouterr().out.splitlines()
     assert json.loads(out[0])["type"] == "commit-regression"
     assert json.loads(out[0])["key"] == 2
-    assert out[-1] == "2 acknowledged commits, 1 regressions, 0 rereads of committed offsets"
+    assert out[-1] == ("2 acknowledged commits, 1 regressions, 0 rereads of committed offsets, "
+                       "0 fetched below an acknowledged commit")
     (tmp_path / "history.jsonl").write_text("".join(json.dumps(o.to_json()) + "\n" for o in ops[:2]))
     assert main([str(tmp_path / "history.jsonl")]) == 0
 
@@ -150,6 +151,29 @@ def test_a_consumer_that_starts_below_an_acknowledged_commit_rereads_committed_d
     rejoined = history[:6] + [_op(6, 3, OpType.INVOKE, "subscribe", [0]), _op(7, 3, ok, "subscribe", [0]),
                               _op(8, 3, OpType.INVOKE, "poll"), _op(9, 3, ok, "poll", [["poll", {"0": [[11, 2]]}]])]
     assert committed_rereads(rejoined) == []
+
+
+def test_a_committed_offset_fetched_below_an_acknowledged_commit_is_a_lost_commit() -> None:
+    """The owner of key 0 commits 12; its next poll asks the coordinator and hears 10: the commit
+    was acknowledged and then lost (no rebalance needed to see it). A fetch by a poll invoked before
+    the commit was acknowledged owes it nothing; a missing key (never committed) says nothing."""
+    from results.commits import commit_anomalies, lost_commits
+
+    ok = OpType.OK
+    history = [
+        _op(0, 1, OpType.INVOKE, "poll"),
+        _op(1, 2, OpType.INVOKE, "poll"),  # concurrent with the commit of 12
+        _op(2, 1, ok, "poll", [["poll", {"0": [[10, 1], [11, 2]]}]], commits={"0": 12}),
+        _op(3, 2, ok, "poll", [["poll", {}]], **{"fetched-commits": {"0": 10}}),
+        _op(4, 1, OpType.INVOKE, "poll"),
+        _op(5, 1, ok, "poll", [["poll", {}]], **{"fetched-commits": {"0": 10}}),
+        _op(6, 1, OpType.INVOKE, "poll"),
+        _op(7, 1, OpType.INFO, "poll", [["poll"]], **{"fetched-commits": {"0": 12, "1": 3}}),
+    ]
+    (lost,) = lost_commits(history)
+    assert lost.to_json() == {"key": 0, "process": 1, "index": 5, "fetched": 10, "committed": 12, "committed-at": 2}
+    assert commit_anomalies(history, 8)["lost-commit"]["count"] == 1
+    assert "lost-commit" not in commit_anomalies(history[:4] + history[6:], 8)
 
 
 @pytest.mark.spark
