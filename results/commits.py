@@ -30,7 +30,7 @@ Jepsen's checker, which does not record commits.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,17 +108,9 @@ class Reread:
 def committed_rereads(ops: Iterable[Op]) -> list[Reread]:
     """Every newly assigned key whose first read is below a commit acknowledged before the poll
     that received the assignment was invoked."""
-    high: dict[int, tuple[int, int]] = {}  # key -> (highest acknowledged commit so far, where)
-    at_invoke: dict[Any, dict[int, tuple[int, int]]] = {}  # process -> `high` when its op was invoked
     waiting: dict[Any, dict[int, tuple[int, int]]] = {}  # process -> key -> the commit its first read must reach
     found = []
-    for op in ops:
-        if not op.is_client:
-            continue
-        if op.type is OpType.INVOKE:
-            at_invoke[op.process] = dict(high)
-            continue
-        before = at_invoke.pop(op.process, {})
+    for op, before in _with_commits_before(ops):
         mine = waiting.setdefault(op.process, {})
         if op.f == "subscribe" or op.type is not OpType.OK:
             mine.clear()  # a new consumer (or an unknown state): its keys come in its rebalance logs
@@ -135,10 +127,25 @@ def committed_rereads(ops: Iterable[Op]) -> list[Reread]:
             need = mine.pop(k, None)
             if need is not None and first < need[0]:
                 found.append(Reread(k, op.process, op.index, first, need[0], need[1]))
+    return found
+
+
+def _with_commits_before(ops: Iterable[Op]) -> Iterator[tuple[Op, dict[int, tuple[int, int]]]]:
+    """Each client completion, with the highest commit of every key acknowledged before its op was
+    invoked: key -> (offset, index of the completion that acknowledged it). A completion's own
+    commits count for the ops invoked after it."""
+    high: dict[int, tuple[int, int]] = {}
+    at_invoke: dict[Any, dict[int, tuple[int, int]]] = {}  # process -> `high` when its op was invoked
+    for op in ops:
+        if not op.is_client:
+            continue
+        if op.type is OpType.INVOKE:
+            at_invoke[op.process] = dict(high)
+            continue
+        yield op, at_invoke.pop(op.process, {})
         for k, o in commits(op).items():
             if k not in high or o > high[k][0]:
                 high[k] = (o, op.index)
-    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,23 +168,12 @@ class LostCommit:
 def lost_commits(ops: Iterable[Op]) -> list[LostCommit]:
     """Every fetched committed offset below a commit of its key acknowledged before the fetching op
     was invoked."""
-    high: dict[int, tuple[int, int]] = {}  # key -> (highest acknowledged commit so far, where)
-    at_invoke: dict[Any, dict[int, tuple[int, int]]] = {}  # process -> `high` when its op was invoked
     found = []
-    for op in ops:
-        if not op.is_client:
-            continue
-        if op.type is OpType.INVOKE:
-            at_invoke[op.process] = dict(high)
-            continue
-        before = at_invoke.pop(op.process, {})
+    for op, before in _with_commits_before(ops):
         for k, got in sorted(fetched_commits(op).items()):
             need = before.get(k)
             if need is not None and got < need[0]:
                 found.append(LostCommit(k, op.process, op.index, got, need[0], need[1]))
-        for k, o in commits(op).items():
-            if k not in high or o > high[k][0]:
-                high[k] = (o, op.index)
     return found
 
 
