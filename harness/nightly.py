@@ -32,6 +32,7 @@ ends the night after the run in progress has healed and torn down, and the summa
 from __future__ import annotations
 
 import os
+import signal
 import time
 import traceback
 from collections.abc import Callable
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kernel.errors import EXIT_INTERNAL, ChaosError, Interrupted, UsageError
+from kernel.errors import EXIT_INTERNAL, EXIT_UNKNOWN, SIGNAL_EXIT, ChaosError, Interrupted, UsageError
 from kernel.names import check_name
 from kernel.spec import FIELDS, RunSpec, build_spec, load_toml
 
@@ -194,9 +195,11 @@ def _fmt(s: float) -> str:
     return f"{int(s // 60)}m{int(s % 60):02d}s"
 
 
+NOT_JUDGED = "stored; not judged yet"
 FINAL_CHECK_RESERVE_S = 60.0
-"""Wall time kept back from the budget for the one check of every run at the end: measured, twenty
-5,000-op runs take 12 s on a warm session and 30 s with the session's start (results/README.md)."""
+"""Wall time kept back from the budget (at most a quarter of it) for the one check of every run at
+the end: measured, twenty 5,000-op runs take 12 s on a warm session and 30 s with the session's
+start (results/README.md)."""
 
 
 def run_night(plan: Plan, *, spark_master: str | None = None, progress: bool = True,
@@ -218,7 +221,7 @@ def run_night(plan: Plan, *, spark_master: str | None = None, progress: bool = T
     n = len(plan.cells)
     for i, cell in enumerate(plan.cells):
         spec = cell.spec
-        left = plan.budget_s - FINAL_CHECK_RESERVE_S - (time.monotonic() - t0)
+        left = plan.budget_s - min(FINAL_CHECK_RESERVE_S, plan.budget_s / 4) - (time.monotonic() - t0)
         guess = spec.time_limit + (max(costs) if costs else plan.overhead_s)
         tag = _tag(i, n, cell)
         if night.interrupted:
@@ -240,7 +243,7 @@ def run_night(plan: Plan, *, spark_master: str | None = None, progress: bool = T
                                "workload": cell.workload, "nemeses": cell.mix, "config": cell.config}
             out = do_run(replace(test, info=info), progress=progress, say=say, check=False)
             entry.run_dir = out.run_dir
-            entry.outcome, entry.message = "unknown", "stored; not judged yet"
+            entry.outcome, entry.message, entry.exit_code = "unknown", NOT_JUDGED, EXIT_UNKNOWN
             pending.append((entry, test.checker))
         except Interrupted as e:
             entry.outcome, entry.message, entry.exit_code = "incomplete", str(e), e.exit_code
@@ -263,7 +266,17 @@ def run_night(plan: Plan, *, spark_master: str | None = None, progress: bool = T
             _say_outcome(say, tag, entry)
         if on_entry is not None:
             on_entry(night)
-    _judge_all(night, pending, spark_master, say)
+    try:
+        _judge_all(night, pending, spark_master, say)
+    except KeyboardInterrupt as e:  # stopped while judging: the runs are stored; say which were not judged
+        from harness.signals import signum_of
+
+        signum = signum_of(e)
+        night.interrupted = night.interrupted or f"interrupted by {signal.Signals(signum).name} during the check"
+        for entry, _ in pending:
+            if entry.message == NOT_JUDGED:
+                entry.outcome, entry.message = "incomplete", "stored; not judged: the nightly was stopped"
+                entry.exit_code = SIGNAL_EXIT.get(signal.Signals(signum), 128 + signum)
     if on_entry is not None:
         on_entry(night)
     return night
@@ -282,11 +295,10 @@ def _judge_all(night: Night, pending: list[tuple[Entry, Any]], master: str | Non
     for checker, entries in by_checker.items():
         try:
             verdicts = checker.check_many([e.run_dir for e in entries])
-        except Exception as e:  # the night's runs are stored; say why they could not be judged
-            for entry in entries:
-                entry.message = f"the nightly's check failed: {type(e).__name__}: {e}"
-                entry.exit_code = e.exit_code if isinstance(e, ChaosError) else EXIT_INTERNAL
-            continue
+        except Exception as e:  # the batch failed as a whole: judge each run on its own, so one bad run
+            say(f"the check of {len(entries)} run(s) as one job failed ({type(e).__name__}: {e}); "
+                "checking them one by one")  # ... costs only its own verdict
+            verdicts = [_check_one(checker, entry.run_dir) for entry in entries]
         app = _spark_app(master)
         for entry, verdict in zip(entries, verdicts, strict=True):
             if isinstance(verdict, ChaosError):
@@ -301,6 +313,17 @@ def _judge_all(night: Night, pending: list[tuple[Entry, Any]], master: str | Non
         if any(cell_entry is e for e, _ in pending):
             _say_outcome(say, _tag(i, len(night.entries), cell_entry.cell), cell_entry)
     say(f"checked {len(pending)} run(s) in {night.check_seconds:.0f} s")
+
+
+def _check_one(checker: Any, run_dir: Path | None) -> Any:
+    try:
+        return checker.check(run_dir)
+    except ChaosError as e:
+        return e
+    except Exception as e:
+        err = ChaosError(f"the check failed: {type(e).__name__}: {e}")
+        err.exit_code = EXIT_INTERNAL
+        return err
 
 
 def _tag(i: int, n: int, cell: Cell) -> str:

@@ -35,8 +35,9 @@ def nightly(config_file: Path, store: str | None, cluster: str | None, budget_mi
             total += c.spec.time_limit + plan.overhead_s
             click.echo(f"[{i}/{len(plan.cells)}] {c.label} seed {c.seed}: nemesis {','.join(c.spec.nemesis) or '-'}"
                        f" bugs {','.join(c.spec.bugs) or '-'}; about {c.spec.time_limit + plan.overhead_s:.0f} s")
-        total += FINAL_CHECK_RESERVE_S
-        click.echo(f"then one check of every run, as one job: about {FINAL_CHECK_RESERVE_S:.0f} s")
+        reserve = min(FINAL_CHECK_RESERVE_S, plan.budget_s / 4)
+        total += reserve
+        click.echo(f"then one check of every run, as one job: about {reserve:.0f} s")
         fits = "fits" if total <= plan.budget_s else "does NOT fit; the later runs would be skipped"
         click.echo(f"{len(plan.cells)} runs, about {total / 60:.1f} min; budget {plan.budget_s / 60:.1f} min: {fits}")
         return 0

@@ -172,3 +172,45 @@ def test_the_nights_runs_are_judged_together_in_one_job(tmp_path: Path) -> None:
         assert (run / "report.html").is_file()
     cases = _cases(night / "junit.xml")
     assert [c.find("failure") is not None for c in cases] == [False, True]
+
+
+def _sim_plan(tmp_path: Path) -> Any:
+    return plan_from({"name": "stop", "budget_minutes": 10, "overhead_seconds": 30, "seeds": [1, 2],
+                      "workloads": ["queue"], "base": {"provisioner": "sim", "nodes": 3, "time_limit": 10,
+                                                       "rate": 20, "store": str(tmp_path / "store")},
+                      "nemeses": {"none": []}, "configs": {"default": {}}})
+
+
+def test_a_stop_during_the_nights_check_leaves_a_summary_that_says_so(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the stored runs are being judged: the night is marked interrupted, every run it
+    did not judge is `incomplete` with the signal's exit code (never 0), and the summary is written."""
+    from harness.nightly import run_night, write_summary
+    from results.checker import KafkaChecker
+
+    def stopped(self: Any, run_dirs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(KafkaChecker, "check_many", stopped)
+    night = run_night(_sim_plan(tmp_path), progress=False, say=lambda _: None)
+    assert [e.outcome for e in night.entries] == ["incomplete", "incomplete"]
+    assert night.exit_code == 130 and night.interrupted and "SIGINT" in night.interrupted
+    assert all(e.run_dir is not None and (e.run_dir / "history.jsonl").is_file() for e in night.entries)
+    write_summary(night)
+    doc = json.loads((night.out_dir / "nightly.json").read_text())
+    assert doc["exit_code"] == 130 and doc["interrupted"]
+
+
+def test_when_the_batch_check_fails_each_run_is_judged_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.nightly import run_night
+    from results.checker import KafkaChecker
+
+    def broken(self: Any, run_dirs: Any) -> Any:
+        raise RuntimeError("the batch's Spark job died")
+
+    monkeypatch.setattr(KafkaChecker, "check_many", broken)
+    said: list[str] = []
+    night = run_night(_sim_plan(tmp_path), progress=False, say=said.append)
+    assert [e.outcome for e in night.entries] == ["valid", "valid"], [e.message for e in night.entries]
+    assert night.exit_code == 0
+    assert any("checking them one by one" in s for s in said)
