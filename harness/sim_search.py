@@ -7,8 +7,9 @@ schedule, and save the smallest failing run as a normal run directory with its c
 - Every `check_batch` seeds, the batch's run directories are judged by the real checker as one
   Spark job keyed by run (`results.check.check_runs`, on the parent's one warm session): every
   anomaly the checks know, not only the screen's subset, so a seed the screen passes but the
-  checks call invalid is found too. The batch is also checked when the screen finds a seed, which
-  confirms it (or finds a smaller failing seed the screen passed). `check_batch=0`: screen only.
+  checks call invalid is found too. The batch is also checked when the screen finds a seed, so a
+  smaller failing seed the screen passed wins. (The screen's own finding is not overruled: it is
+  confirmed, or not, by the real check of the saved run.) `check_batch=0`: screen only.
 - The first failing seed is shrunk: with its seed fixed (so the workload and the simulator's
   choices stay what they were), its schedule is made smaller while it still fails by the judge
   that found it (the screen, or the Spark check) — drop one fault at a time, then halve each
@@ -44,6 +45,7 @@ class Found:
     anomalies: dict[str, int]
     faults: list[PlannedFault]
     wall_s: float
+    judge: str = "screen"  # what found it: the quick screen, or the batch's Spark check
 
 
 @dataclass
@@ -108,17 +110,25 @@ def simulate_and_screen(spec_json: dict[str, Any], faults_json: list[dict[str, A
                      str(d) if keep_in is not None else None)
 
 
-def spark_judge(run_dirs: list[str], spark_master: str | None = None) -> list[dict[str, int]]:
+def spark_judge(run_dirs: list[str], spark_master: str | None = None,
+                say: Callable[[str], None] = lambda _: None) -> list[dict[str, int] | None]:
     """The real checker over many scratch runs as one Spark job: per run, its bad anomalies and
-    their counts (empty when valid or unknown; a run that cannot be judged counts as clean)."""
+    their counts ({} when valid; `{"elle-cli": 1}` when only elle-cli found it invalid), or None
+    when the checker could not judge it (unknown, or an error), which is said and not counted."""
     from results.check import CheckResult, check_runs
 
-    out: list[dict[str, int]] = []
-    for r in check_runs([Path(d) for d in run_dirs], spark_master=spark_master, write=False, perf=False):
+    out: list[dict[str, int] | None] = []
+    for d, r in zip(run_dirs, check_runs([Path(d) for d in run_dirs], spark_master=spark_master, write=False,
+                                         perf=False), strict=True):
         if isinstance(r, CheckResult) and r.valid is False:
-            out.append({t: int(r.anomalies.get(t, {}).get("count", 1)) for t in r.bad_error_types})
-        else:
+            bad = {t: int(r.anomalies.get(t, {}).get("count", 1)) for t in r.bad_error_types}
+            out.append(bad or {"elle-cli": 1})
+        elif isinstance(r, CheckResult) and r.valid is True:
             out.append({})
+        else:
+            why = str(r) if not isinstance(r, CheckResult) else "; ".join(r.warnings) or "verdict unknown"
+            say(f"the checker could not judge {Path(d).name}: {why}")
+            out.append(None)
     return out
 
 
@@ -134,7 +144,7 @@ def _spark_fails(spark_master: str | None) -> Judge:
         scratch = tempfile.mkdtemp(prefix="chaos-sim-shrink-")
         try:
             sim = simulate_and_screen(spec.to_json(), [f.to_json() for f in faults], keep_in=scratch)
-            return bool(sim.screened) or bool(spark_judge([sim.run_dir or ""], spark_master)[0])
+            return bool(sim.screened) or bool(spark_judge([sim.run_dir or ""], spark_master)[0] or {})
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     return fails
@@ -190,12 +200,13 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
         if not pending:
             return
         t = time.monotonic()
-        verdicts = spark_judge([p.run_dir or "" for p in pending], spark_master)
+        verdicts = spark_judge([p.run_dir or "" for p in pending], spark_master, say)
         out.spark_batches += 1
-        out.spark_checked += len(pending)
+        out.spark_checked += sum(v is not None for v in verdicts)
         for sim, bad in zip(pending, verdicts, strict=True):
             if bad and (out.found is None or sim.seed < out.found.seed):
-                out.found = Found(sim.seed, bad, [PlannedFault.from_json(f) for f in sim.faults], sim.wall_s)
+                out.found = Found(sim.seed, bad, [PlannedFault.from_json(f) for f in sim.faults], sim.wall_s,
+                                  judge="spark")
                 out.time_to_detect_s = time.monotonic() - t0
                 found_by_spark = True
             shutil.rmtree(sim.run_dir or "", ignore_errors=True)

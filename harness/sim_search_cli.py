@@ -42,8 +42,9 @@ def parse_budget(text: str) -> float:
 def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: int, time_limit: float, rate: float,
                nemesis_interval: float, first_seed: int, max_seeds: int | None, jobs: int, check_batch: int,
                spark_master: str | None, store: str, no_check: bool) -> int:
-    """Simulate seeds in parallel until one loses or corrupts data; shrink its fault schedule; save the
-    smallest failing run in the store with its check and report.
+    """Simulate seeds in parallel until one fails (the quick screen for loss and divergence at once,
+    the real checker every --check-batch seeds); shrink its fault schedule; save the smallest
+    failing run in the store with its check and report.
 
     Exit 1 when a failing run was found (its directory and replay command are printed), 0 when the
     budget ran out with every seed clean.
@@ -74,7 +75,7 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
     result = run_simulated(build_test(spec, spark_master=spark_master), say, faults=out.shrunk, check=not no_check,
                            extra_meta={"schedule_shrunk": True, "search": {
                                "seeds": out.seeds, "time_to_detect_s": round(out.time_to_detect_s or 0, 3),
-                               "screened": out.found.anomalies, "original_schedule": [
+                               "found_by": out.found.judge, "found": out.found.anomalies, "original_schedule": [
                                    f.to_json() for f in out.found.faults]}})
     say(f"saved: {result.run_dir}")
     say(f"reproduce with: chaos replay {result.run_dir}")
