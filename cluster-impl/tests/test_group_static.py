@@ -125,3 +125,18 @@ def test_the_instance_mapping_survives_a_reload() -> None:
     old = {k: v for k, v in snap.items() if k != "members"} | {
         "members": [{k: v for k, v in m.items() if k != "group_instance_id"} for m in snap["members"]]}
     assert Group.restore("g", old, 0, 0).static == {}  # a record from before static members
+
+
+def test_an_unknown_instance_may_not_commit_and_sync_checks_the_member_before_the_protocol() -> None:
+    """OffsetCommit names an instance the group does not know: UNKNOWN_MEMBER_ID, even with no
+    generation on an empty group (Kafka validates a static member always). SyncGroup v5 from a
+    member that is gone: UNKNOWN_MEMBER_ID (it rejoins), not INCONSISTENT_GROUP_PROTOCOL; a
+    current member naming another protocol than the group's gets INCONSISTENT_GROUP_PROTOCOL."""
+    g, a, b = stable_static_pair()
+    assert g.may_commit(100, "nobody", -1, "iz") == Err.UNKNOWN_MEMBER_ID
+    assert g.may_commit(100, a, 2, "ia") == Err.NONE
+    gone = g.sync(100, "gone", 2, {}, None, "consumer", "roundrobin")
+    assert gone.result == {"error_code": int(Err.UNKNOWN_MEMBER_ID)}
+    wrong = g.sync(100, a, 2, {}, "ia", "consumer", "roundrobin")
+    assert wrong.result == {"error_code": int(Err.INCONSISTENT_GROUP_PROTOCOL)}
+    assert g.sync(100, a, 2, {}, "ia", "consumer", "range").result == {"error_code": 0, "assignment": b"A"}

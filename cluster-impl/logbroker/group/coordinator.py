@@ -296,15 +296,12 @@ class GroupCoordinator:
 
         if err == Err.NONE and g is None:
             err = Err.UNKNOWN_MEMBER_ID
-        if err == Err.NONE and g is not None and version >= 5 and (
-                (req.protocol_type is not None and req.protocol_type != g.protocol_type)
-                or (req.protocol_name is not None and req.protocol_name != g.protocol)):
-            err = Err.INCONSISTENT_GROUP_PROTOCOL
         if err != Err.NONE or g is None:
             return Reply(version, body({"error_code": int(err)}))
         w = g.sync(self._now(), req.member_id, req.generation_id,
                    {a.member_id: bytes(a.assignment) for a in req.assignments},
-                   req.group_instance_id if version >= 3 else None)
+                   req.group_instance_id if version >= 3 else None,
+                   req.protocol_type if version >= 5 else None, req.protocol_name if version >= 5 else None)
         self._after(g)
         self.core.purgatory.check([_key(gid)])
         m = g.members.get(req.member_id)

@@ -295,7 +295,11 @@ class Group:
 
     # --- SyncGroup ---------------------------------------------------------------------------------
     def sync(self, now: int, member_id: str, generation: int, assignments: dict[str, bytes],
-             instance_id: str | None = None) -> Waiter:
+             instance_id: str | None = None, protocol_type: str | None = None,
+             protocol_name: str | None = None) -> Waiter:
+        """Kafka's order of checks: the member (and its instance), the generation, then the protocol
+        the member believes was chosen (SyncGroup v5), then the state. A member whose session ran
+        out learns UNKNOWN_MEMBER_ID (and rejoins), not that the emptied group has no protocol."""
         w = Waiter()
         err = self._check_member(member_id, instance_id)
         if err != Err.NONE:
@@ -303,6 +307,9 @@ class Group:
         m = self.members[member_id]
         if generation != self.generation:
             return w.fail(Err.ILLEGAL_GENERATION)
+        if ((protocol_type is not None and protocol_type != self.protocol_type)
+                or (protocol_name is not None and protocol_name != self.protocol)):
+            return w.fail(Err.INCONSISTENT_GROUP_PROTOCOL)
         if self.state is GroupState.PREPARING:
             return w.fail(Err.REBALANCE_IN_PROGRESS)
         m.heartbeat_deadline_ms = now + m.session_timeout_ms
@@ -430,8 +437,8 @@ class Group:
         Member and generation are checked first: during CompletingRebalance a member of the previous
         generation gets ILLEGAL_GENERATION (librdkafka's 0113 v_commit_during_rebalance expects it),
         one of the new generation REBALANCE_IN_PROGRESS. A fenced static member learns so first."""
-        if instance_id is not None and self.static.get(instance_id, member_id) != member_id:
-            return Err.FENCED_INSTANCE_ID
+        if instance_id is not None and (err := self._check_member(member_id, instance_id)) != Err.NONE:
+            return err  # a static member is always validated, even with no generation (Kafka)
         if generation < 0 and self.state is GroupState.EMPTY:
             return Err.NONE
         m = self.members.get(member_id)
