@@ -83,8 +83,9 @@ def _fingerprint(options: tuple[str, ...]) -> str | None:
 
 
 def driver_jvm(extra: tuple[str, ...] = ()) -> DriverJvm:
-    """Options for a new driver JVM: map the archive when it exists, else write it at exit."""
-    options = (*BASE_OPTIONS, *extra)
+    """Options for a new driver JVM: map the archive when it exists, else write it at exit.
+    `CHAOS_SPARK_JAVA_OPTIONS` adds options of the user's (each set of options has its own archive)."""
+    options = (*BASE_OPTIONS, *extra, *os.environ.get("CHAOS_SPARK_JAVA_OPTIONS", "").split())
     if os.environ.get("CHAOS_CDS", "1") in ("0", "false", "no", ""):
         return DriverJvm(options)
     key = _fingerprint(options)
