@@ -102,6 +102,7 @@ def driver_jvm(extra: tuple[str, ...] = ()) -> DriverJvm:
         return DriverJvm(options)
     if not os.access(where, os.W_OK):
         return DriverJvm(options)
+    _forget_abandoned(where)
     tmp = where / f".spark-{key}.{os.getpid()}.jsa.tmp"
     return DriverJvm((*options, f"-XX:ArchiveClassesAtExit={tmp}", QUIET), tmp, archive)
 
@@ -126,6 +127,17 @@ def _forget_unused(keep: Path) -> None:
         try:
             if old != keep and time.time() - old.stat().st_mtime > UNUSED_S:
                 old.unlink()
+        except OSError:
+            pass
+
+
+def _forget_abandoned(where: Path) -> None:
+    """Delete half-written dumps of processes that were killed before they could finish (an hour
+    is far longer than any dump takes)."""
+    for tmp in where.glob(".spark-*.jsa.tmp"):
+        try:
+            if time.time() - tmp.stat().st_mtime > 3600:
+                tmp.unlink()
         except OSError:
             pass
 
