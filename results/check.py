@@ -372,12 +372,11 @@ def _judge(
     perf summary, elle section). Timings of the shared phases are the batch's, and say so."""
     from results.elle import run_elle_batch
     from results.frames import load_frames
-    from results.perf import perf_facts, perf_table
     from results.spark import get_spark
 
     shared: dict[str, float] = {}
     t0 = time.perf_counter()
-    spark = get_spark(spark_master)
+    spark = get_spark(spark_master, sum(r.files.history.stat().st_size for r in runs))
     shared["spark_session"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     fr = load_frames(spark, [r.files.history for r in runs], [r.files.replicas for r in runs])
@@ -388,6 +387,8 @@ def _judge(
     perfs: dict[int, dict[str, Any]] = {}
     wanted = [i for i, r in enumerate(runs) if perf and r.dest is not None]
     if wanted:
+        from results.perf import perf_facts, perf_table  # pandas: only when perf facts are wanted
+
         try:
             table = perf_table(fr)
             by_run = dict(tuple(table.groupby("run"))) if len(table) else {}

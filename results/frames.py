@@ -86,6 +86,8 @@ def load_frames(spark: Any, histories: Sequence[Path], replicas: Sequence[Path |
     nbytes = sum(p.stat().st_size for p in histories)
     parts = partitions_for(spark, nbytes)
     spark.conf.set("spark.sql.shuffle.partitions", str(parts))
+    # split the scan too, so every core parses part of a large history (the default split is 128 MB)
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(max(4 << 20, nbytes // max(1, parts) + 1)))
     set_codegen(spark, nbytes >= CODEGEN_MIN_BYTES)
     n = next(_views)
     ops_v, comp_v, rep_v = f"chaos_ops_{n}", f"chaos_comp_{n}", f"chaos_replicas_{n}"

@@ -2,6 +2,13 @@
 
 Starting a session costs seconds, so it is created once and reused (tests share it through a
 session fixture). `--spark-master URL` points the same code at a real cluster.
+
+The driver JVM maps a class-data-sharing archive of Spark's classes (`results.jvm`). Its JIT is
+chosen by how much the process will check, when the caller knows (`expected_bytes`): below
+`SMALL_BYTES` the JVM compiles with C1 only — a check of a small history finishes before C2's
+optimised code would pay for compiling it, and on two cores C2's compiler threads take the CPU
+the check needs (a fresh 10^4-op check: 23 s -> 12 s at load ~7); above it, C2 (10^6 ops: 97 s
+with C1 only, 62 s with C2). Unknown (a nightly, the tests): small, as most runs are.
 """
 
 from __future__ import annotations
@@ -15,8 +22,13 @@ _session: Any = None
 _master: str | None = None
 
 
-def get_spark(master: str | None = None) -> Any:
-    """The process's SparkSession (created on first use); `master` defaults to local[*]."""
+#: bytes of history below which a process's JVM runs C1-compiled code only
+SMALL_BYTES = 32 << 20
+
+
+def get_spark(master: str | None = None, expected_bytes: int | None = None) -> Any:
+    """The process's SparkSession (created on first use); `master` defaults to local[*].
+    `expected_bytes`: how much history this process is about to check (sets the JIT, see above)."""
     global _session, _master
     want = master or os.environ.get("CHAOS_SPARK_MASTER") or "local[*]"
     with _lock:
@@ -26,13 +38,19 @@ def get_spark(master: str | None = None) -> Any:
             _session.stop()
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", "python3"))
+        import pyspark
         from pyspark import SparkContext
         from pyspark.sql import SparkSession
+
+        # spark-submit otherwise starts another Python just to find it
+        os.environ.setdefault("SPARK_HOME", os.path.dirname(pyspark.__file__))
 
         from results.jvm import DriverJvm, driver_jvm, finish_dump_at_exit
 
         # options reach the JVM only when this process starts it (a restarted session reuses it)
-        jvm = driver_jvm() if SparkContext._gateway is None else DriverJvm(())
+        small = expected_bytes is None or expected_bytes < SMALL_BYTES
+        jit = ("-XX:TieredStopAtLevel=1",) if small else ()
+        jvm = driver_jvm(jit) if SparkContext._gateway is None else DriverJvm(())
         builder = (
             SparkSession.builder.appName("chaos-check")
             .master(want)
