@@ -13,7 +13,7 @@ version and jars, and the options — so a new JVM or pyspark simply gets a new 
 also checks the archive itself and runs without it, silently, when it does not match. The dump
 goes to a temporary name and is renamed only after the JVM has exited cleanly, so a reader never
 sees half an archive; two first sessions at once each write their own and the last rename wins.
-`CHAOS_CDS=0` turns it all off. Where it goes: `$CHAOS_CACHE_DIR`, else `$XDG_CACHE_HOME/chaos`,
+`CHAOS_CDS=0` turns the archive off. Where it goes: `$CHAOS_CACHE_DIR`, else `$XDG_CACHE_HOME/chaos`,
 else `~/.cache/chaos`.
 """
 
@@ -28,9 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: always passed, and part of the archive's key (a different GC or heap mode invalidates it). The
-#: serial collector starts no GC threads to compete with the check for two cores (not measured alone)
-BASE_OPTIONS = ("-XX:+UseSerialGC",)
 #: the dump lists every class it cannot archive (signed jars, generated code) as a warning
 QUIET = "-Xlog:cds*=off"
 
@@ -87,7 +84,7 @@ def _fingerprint(options: tuple[str, ...]) -> str | None:
 def driver_jvm(extra: tuple[str, ...] = ()) -> DriverJvm:
     """Options for a new driver JVM: map the archive when it exists, else write it at exit.
     `CHAOS_SPARK_JAVA_OPTIONS` adds options of the user's (each set of options has its own archive)."""
-    options = (*BASE_OPTIONS, *extra, *os.environ.get("CHAOS_SPARK_JAVA_OPTIONS", "").split())
+    options = (*extra, *os.environ.get("CHAOS_SPARK_JAVA_OPTIONS", "").split())
     if os.environ.get("CHAOS_CDS", "1") in ("0", "false", "no", ""):
         return DriverJvm(options)
     key = _fingerprint(options)

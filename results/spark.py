@@ -48,8 +48,12 @@ def get_spark(master: str | None = None, expected_bytes: int | None = None) -> A
         from results.jvm import DriverJvm, driver_jvm, finish_dump_at_exit
 
         # options reach the JVM only when this process starts it (a restarted session reuses it)
+        # the serial collector always (no GC threads competing with the check for two cores; every
+        # number in results/README.md's Cost section was measured with it); a small check also
+        # compiles with C1 only (C2's compile threads cost more than they win there), a large one
+        # keeps C2, which pays off over a long job (10^6 ops: 62 s, against 97 s with C1)
         small = expected_bytes is None or expected_bytes < SMALL_BYTES
-        jit = ("-XX:TieredStopAtLevel=1",) if small else ()
+        jit = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1") if small else ("-XX:+UseSerialGC",)
         jvm = driver_jvm(jit) if SparkContext._gateway is None else DriverJvm(())
         builder = (
             SparkSession.builder.appName("chaos-check")

@@ -53,10 +53,10 @@ def test_other_options_get_their_own_archive(cache: Path) -> None:
 def test_turned_off_or_without_java_no_archive(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHAOS_CDS", "0")
     off = jvm.driver_jvm(("-XX:TieredStopAtLevel=1",))
-    assert off.options == (*jvm.BASE_OPTIONS, "-XX:TieredStopAtLevel=1") and off.dump_to is None
+    assert off.options == ("-XX:TieredStopAtLevel=1",) and off.dump_to is None
     monkeypatch.delenv("CHAOS_CDS")
     monkeypatch.setattr(jvm, "_java", lambda: None)
-    assert jvm.driver_jvm().options == jvm.BASE_OPTIONS
+    assert jvm.driver_jvm().options == ()
 
 
 def test_user_options_are_passed_on(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
