@@ -279,8 +279,10 @@ async def stale_orders(nem: SimNemesis, f: PlannedFault, out: dict[str, Any]) ->
     out["steps"]["cut"] = (steps.start("start-partition", ct), ct)
     c.nodes[a].kill()
     sid = steps.start("start-kill", {"kind": "one", "nodes": [a]})
+    out["steps"]["down"] = (sid, [a])  # a heal before the restart below restarts it and closes the step
     out["reelected"] = await wait_for(lambda: _leader_other_than(nem, key, {a}), timeout)
     c.nodes[a].start()
+    del out["steps"]["down"]
     steps.stop(sid, "stop-kill", {"kind": "one", "restarted": [a]})
     iso = zk_cut(nem, ctrl)
     out["steps"]["isolate"] = (steps.start("start-partition", iso), iso)
@@ -292,9 +294,13 @@ async def stale_orders(nem: SimNemesis, f: PlannedFault, out: dict[str, Any]) ->
 
 def stop_stale_orders(nem: SimNemesis, f: PlannedFault, started: dict[str, Any]) -> None:
     steps = Steps(nem, f)
-    lift(nem, steps, started.get("steps", {}), ("cut", "isolate"))
-    if started.get("restarted"):
-        nem.c.nodes[started["restarted"]].start()
+    done = started.get("steps", {})
+    lift(nem, steps, done, ("cut", "isolate"))
+    if "down" in done:  # healed while the killed leader was still down
+        sid, names = done.pop("down")
+        for name in names:
+            nem.c.nodes[name].start()
+        steps.stop(sid, "stop-kill", {"kind": "one", "restarted": list(names)})
 
 
 COMPOSITIONS = {"double-failover": (double_failover, stop_double_failover),

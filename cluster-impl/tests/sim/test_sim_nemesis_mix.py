@@ -94,3 +94,24 @@ def test_a_lagging_follower_finds_a_leader_that_shrinks_its_isr_alone(tmp_path: 
     simulate(spec, build_test(spec).workload, [PlannedFault.from_json(LAGGING_FOLLOWER)], tmp_path, lambda _: None)
     found = screen(tmp_path)
     assert bool({"lost-write", "inconsistent-offsets", "unseen"} & set(found)) is bool(bug), found
+
+
+@pytest.mark.parametrize("family", ["double-failover", "lagging-follower", "stale-orders"])
+def test_a_heal_half_way_through_a_composition_closes_every_step_it_took(tmp_path: Path, family: str) -> None:
+    """Every fault of the schedule cut to 50 ms: the heal comes while the composition is between its
+    steps (a leader killed and not yet restarted, a cut not yet lifted), and each step it had taken
+    is undone and closed by its own stop op."""
+    from dataclasses import replace
+
+    spec = build_spec({"provisioner": "sim", "nodes": 3, "time_limit": 30.0, "rate": 20.0, "seed": 1,
+                       "nemesis_interval": 8.0, "nemesis": family})
+    test = build_test(spec)
+    faults = [replace(f, duration_s=0.05) for f in test.nemesis.plan(node_names(3))]
+    out = simulate(spec, test.workload, faults, tmp_path, lambda _: None)
+    ops = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()]
+    steps = [op for op in ops if op["process"] == "nemesis" and "." in str(op.get("fault"))]
+    assert steps, "no composition took a step"
+    opened = {op["fault"] for op in steps if op["f"].startswith("start-")}
+    closed = {op["fault"] for op in steps if op["f"].startswith("stop-")}
+    assert opened == closed, (opened, closed)
+    assert out.recovered and out.drained
