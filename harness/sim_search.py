@@ -101,6 +101,8 @@ def simulate_and_screen(spec_json: dict[str, Any], faults_json: list[dict[str, A
                          "drained": out.drained, "ops": out.ops, "sim_seconds": round(out.sim_seconds, 3)}
                ).write_meta()
         found = screen(d)
+        if not (out.recovered and out.drained):  # liveness: after the heal every partition must get a
+            found["not-recovered"] = 1  # leader and a full ISR and the drain must finish, in simulated time
     except BaseException:
         shutil.rmtree(d, ignore_errors=True)
         raise

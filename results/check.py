@@ -320,18 +320,28 @@ def check_runs(
         if isinstance(r, ChaosError):
             results.append(r)
             continue
-        if r.facts.client_ops == 0:
-            reason = "the history has no client operations: nothing was tested, so nothing can be judged"
-            result = CheckResult("unknown", {}, [], [*r.warnings, reason], {"status": "skipped", "detail": reason},
-                                 {}, r.dest, _rounded(r.timings))
-        else:
-            found, crashed, perf_summary, elle = batch[id(r)]
-            if "subscribe" in sub_via(r.files.test_json):
-                found = {**found, **_commit_anomalies(r)}
-            result = _verdict(r, found, crashed, perf_summary, elle)
-        _write(result, r.dest)
-        results.append(result)
+        try:
+            results.append(_finish(r, batch))
+        except ChaosError as e:  # this run's own step failed (its results.json, its commits): only it
+            if not keep_going:
+                raise
+            results.append(e)
     return results
+
+
+def _finish(r: _Run, batch: dict[int, Any]) -> CheckResult:
+    """One run's verdict from the batch's findings (and its own commit checks), written."""
+    if r.facts.client_ops == 0:
+        reason = "the history has no client operations: nothing was tested, so nothing can be judged"
+        result = CheckResult("unknown", {}, [], [*r.warnings, reason], {"status": "skipped", "detail": reason},
+                             {}, r.dest, _rounded(r.timings))
+    else:
+        found, crashed, perf_summary, elle = batch[id(r)]
+        if "subscribe" in sub_via(r.files.test_json):
+            found = {**found, **_commit_anomalies(r)}
+        result = _verdict(r, found, crashed, perf_summary, elle)
+    _write(result, r.dest)
+    return result
 
 
 def _commit_anomalies(r: _Run) -> dict[str, dict[str, Any]]:
