@@ -3,7 +3,11 @@
 Model of the client (what librdkafka does for the queue workload, reduced to what the history can
 tell apart):
 - Metadata: learned from the bootstrap broker, then from any broker (seeded order); refreshed on
-  NOT_LEADER, an unknown leader, a connection error or a timeout, and at least every second.
+  NOT_LEADER, an unknown leader, a connection error or a timeout, and at least every second. As
+  Kafka's clients since KIP-320: each partition's leader epoch is kept, a metadata answer with an
+  older epoch than one already seen (from a broker with a stale view, a zombie) does not move the
+  partition's leader back, and fetches carry the epoch (`current_leader_epoch`), so a deposed leader
+  answers FENCED_LEADER_EPOCH (a metadata refresh) instead of serving or resetting the position.
 - Producer (acks=all, idempotent by default): one producer id per client (InitProducerId); each
   partition's records carry consecutive sequence numbers, and a batch is retried unchanged (same
   sequence) after a retriable error or an unanswered request, until the delivery timeout. The
@@ -111,6 +115,7 @@ class SimKafkaClient:
         self.request_timeout_s, self.delivery_timeout_s = request_timeout_s, delivery_timeout_s
         self.host = host
         self.leaders: dict[int, str] = {}
+        self.epochs: dict[int, int] = {}  # the highest leader epoch seen per partition (KIP-320)
         self.brokers: dict[int, str] = {}
         self.metadata_at = -1e9
         self.pid, self.pid_epoch = -1, -1
@@ -138,19 +143,26 @@ class SimKafkaClient:
         others = sorted(set(self.nodes) - {self.bootstrap})
         self.rng.shuffle(others)
         order = [self.bootstrap, *others]
-        req = make_message(MetadataRequest, 4, {"topics": [{"name": self.topic}], "allow_auto_topic_creation": False})
+        req = make_message(MetadataRequest, 7, {"topics": [{"name": self.topic}], "allow_auto_topic_creation": False})
         for node in order:
             try:
-                body = await self.call(node, METADATA, 4, req)
+                body = await self.call(node, METADATA, 7, req)
             except (ConnectionError, ClientTimeout):
                 continue
             self.brokers = {int(b["node_id"]): str(b["host"]) for b in body["brokers"]}
-            self.leaders = {}
+            leaders: dict[int, str] = {}
             for t in body["topics"]:
                 if t["name"] == self.topic and t["error_code"] == 0:
                     for p in t["partitions"]:
+                        k, epoch = int(p["partition_index"]), int(p["leader_epoch"])
+                        if epoch < self.epochs.get(k, -1):  # a stale view: keep the newer leader
+                            if k in self.leaders:
+                                leaders[k] = self.leaders[k]
+                            continue
+                        self.epochs[k] = epoch
                         if int(p["leader_id"]) in self.brokers:
-                            self.leaders[int(p["partition_index"])] = self.brokers[int(p["leader_id"])]
+                            leaders[k] = self.brokers[int(p["leader_id"])]
+            self.leaders = leaders
             self.metadata_at = self.loop.time()
             return True
         return False
@@ -299,7 +311,8 @@ class SimKafkaClient:
             "replica_id": -1, "max_wait_ms": wait_ms, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
             "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
             "topics": [{"topic": self.topic, "partitions": [
-                {"partition": k, "current_leader_epoch": -1, "fetch_offset": self.positions[k], "log_start_offset": -1,
+                {"partition": k, "current_leader_epoch": self.epochs.get(k, -1), "fetch_offset": self.positions[k],
+                 "log_start_offset": -1,
                  "partition_max_bytes": FETCH_PARTITION_BYTES} for k in keys]}]})
         try:
             body = await self.call(node, FETCH, 11, req, self.request_timeout_s)
