@@ -410,10 +410,18 @@ class ReplicaManager:
             self._perform(d.effects)
 
     async def _send_alter_isr(self, p: Partition, proposal: ProposeAlterIsr) -> None:
-        """Send one AlterIsr until the controller answers (retrying while it is unknown or moving);
-        the reply is the decision core's to judge (`decisions.alter_isr_reply`)."""
+        """Send one AlterIsr until the controller answers, for as long as we lead at the proposal's
+        epoch (retrying, with a capped backoff, while the controller is unknown, moving, or cannot
+        reach its store); the reply is the decision core's to judge (`decisions.alter_isr_reply`).
+
+        Never give up while the proposal stands: an expansion already counts here (the local ISR
+        holds the follower), so an AlterIsr that is dropped leaves this leader and the controller
+        with different ISRs until something else changes. The simulator found it (sim-search,
+        seed 30105): the controller was this broker, its ZooKeeper write raised ConnectionLoss,
+        the exception ended this task, and the partition's ISR stayed short for good."""
+        delay = 0.2
         try:
-            for _ in range(50):
+            while True:
                 body = rules.alter_isr_request(self.state, p.tp, local_view(p), proposal, self.broker_epoch)
                 if body is None:
                     return
@@ -428,8 +436,13 @@ class ReplicaManager:
                         reply = None  # we do not know the controller yet; UpdateMetadata will tell us
                 except (ConnectionError, KeyError):
                     reply = None
+                except Exception as e:  # our own controller could not write (a remote one closes the connection)
+                    log.warning("%s: AlterIsr failed in the controller (%s: %s); again in %.1f s",
+                                p.tp, type(e).__name__, e, delay)
+                    reply = None
                 if reply is None or reply.get("error") == Err.NOT_CONTROLLER:
-                    await asyncio.sleep(0.2)
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 3.0)
                     continue
                 if reply.get("error") not in (0, Err.INVALID_UPDATE_VERSION):
                     log.info("%s: AlterIsr refused: %s", p.tp, Err(reply["error"]).name)

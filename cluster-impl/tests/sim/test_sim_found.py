@@ -51,3 +51,20 @@ def test_the_cluster_recovers_after_an_isolated_controller_and_stale_orders(tmp_
     """The controller's isolation, a flaky link and a cut-short stale-orders: the same lost watch
     (ConnectionLoss in the handler) kept the cluster from recovering."""
     assert _recovers(5109, SCHEDULE_5109, "partition,pause,kill,clock,power-loss,stale-orders", tmp_path)
+
+
+#: `chaos sim-search --first-seed 30040` (the full default mix), seed 30105, shrunk to two faults
+SCHEDULE_30105 = json.loads("""[
+ {"id": 2, "family": "partition", "kind": "one", "at_s": 40.421, "duration_s": 7.05,
+  "targets": {"victim": {"role": "node", "node": "n2"}}, "params": {}},
+ {"id": 3, "family": "partition", "kind": "zookeeper", "at_s": 50.677, "duration_s": 0.339,
+  "targets": {"victim": {"role": "node", "node": "n1"}}, "params": {}}]""")
+FULL_MIX = "partition,pause,clock,kill,move,double-failover,lagging-follower,zombie,power-loss,isolate,stale-orders"
+
+
+def test_an_alter_isr_the_controller_could_not_write_is_sent_again(tmp_path: Path) -> None:
+    """n2 is cut off long enough to leave the ISRs, and rejoins; n1, leader and controller, proposes
+    it back while a 0.3 s ZooKeeper cut makes its own write raise ConnectionLoss. That ended the
+    AlterIsr task: n1's local ISR held n2 (an expansion counts at once), the controller's never did,
+    and the cluster never looked recovered. The leader now sends the proposal until it is answered."""
+    assert _recovers(30105, SCHEDULE_30105, FULL_MIX, tmp_path)
