@@ -118,7 +118,8 @@ def _state(nem: SimNemesis, key: int) -> dict[str, Any] | None:
 async def key_led_elsewhere(nem: SimNemesis, planned: int, ctrl: str | None, out: dict[str, Any]
                             ) -> tuple[int, dict[str, Any] | None]:
     """`nemesis.steps.key_led_elsewhere`: the planned key or the first after it whose leader is not the
-    controller; if every leader is, a preferred election is asked for first (recorded in `out`)."""
+    controller; if every leader is, a preferred election is asked for first. Records the key in
+    `out`, and why the composition is skipped when no such partition exists (state None)."""
     parts = nem.partition_count
 
     def pick() -> tuple[int, dict[str, Any] | None]:
@@ -136,6 +137,9 @@ async def key_led_elsewhere(nem: SimNemesis, planned: int, ctrl: str | None, out
             out["preferred_election"] = f"{type(e).__name__}: {e}"
         picked = await wait_for(lambda: (lambda ks: ks if ks[1] is not None else None)(pick()), 10.0)
         key, state = picked if picked else (planned, None)
+    out["key"] = key
+    if state is None:
+        out["skipped"] = "no partition has a leader other than the controller"
     return key, state
 
 
@@ -204,9 +208,7 @@ async def lagging_follower(nem: SimNemesis, f: PlannedFault, out: dict[str, Any]
     ctrl = c.controller()
     out.update(planned_key=planned, controller=ctrl)
     key, state = await key_led_elsewhere(nem, planned, ctrl, out)
-    out["key"] = key
-    if state is None or state["leader"] is None:
-        out["skipped"] = "no partition has a leader other than the controller"
+    if state is None:
         return
     leader = state["leader"]
     followers = [n for n in state["replicas"] if n != leader]
@@ -268,9 +270,7 @@ async def stale_orders(nem: SimNemesis, f: PlannedFault, out: dict[str, Any]) ->
         out["skipped"] = "no controller" if ctrl is None else "fewer than three nodes"
         return
     key, state = await key_led_elsewhere(nem, key, ctrl, out)
-    out["key"] = key
-    if state is None or state["leader"] is None:
-        out["skipped"] = "no partition has a leader other than the controller"
+    if state is None:
         return
     a = state["leader"]
     b = next(n for n in c.names if n not in (ctrl, a))
