@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.producer import ProduceResponse
+from logbroker.log.batch import iter_batches
 from logbroker.log.validate import GZIP, LZ4, NONE, SNAPPY, ZSTD, validate, walk_records
 from logbroker.protocol.apis import make_message
 from logbroker.protocol.errors import Err
@@ -264,6 +265,8 @@ def test_librdkafka_compression_reaches_the_log(broker: BrokerProc, codec: str) 
                                                          "partition_max_bytes": 1 << 20}]}]})
     records = c.request(req, FetchResponse).responses[0].partitions[0].records
     c.close()
-    codecs = {h.attributes & 7 for h in validate(records)}
+    # stored batches, read as a consumer reads them (CRC checked): when librdkafka split the 50 records
+    # into two batches the second starts at offset 1, which the produce-side `validate` refuses
+    codecs = {h.attributes & 7 for _, h in iter_batches(records)}
     want = {"gzip": {GZIP}, "snappy": {SNAPPY}, "lz4": {LZ4}, "zstd": {ZSTD}}[codec]
     assert codecs == want, codecs
