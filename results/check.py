@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,8 @@ from kernel.errors import (
     HistoryError,
     UsageError,
 )
-from kernel.history import HistoryScan, scan
+from kernel.history import HistoryScan, read_ops
+from kernel.history.columns import ColumnFiles, ColumnWriter
 
 log = logging.getLogger(__name__)
 EXAMPLES = 8
@@ -251,19 +253,30 @@ class _Run:
     warnings: list[str]
     incomplete: bool
     timings: dict[str, float]
+    columns: ColumnFiles  # its facts as typed columns, written by the validating pass
+    run: int  # its number in the batch's tables
 
 
-def _prepare(path: Path, out: Path | None, write: bool) -> _Run:
+def _prepare(path: Path, out: Path | None, write: bool, run: int, workdir: Path) -> _Run:
+    """Validate one history and, in the same pass, write its columns for the Spark job."""
     t0 = time.perf_counter()
     files = locate(path, out)
-    facts: HistoryScan = scan(files.history)
+    facts = HistoryScan(files.history)
+    writer = ColumnWriter(workdir, run)
+    try:
+        for op in read_ops(files.history, facts):
+            writer.add(op)
+    except BaseException:
+        writer.abort()
+        raise
+    columns = writer.close()
     warnings = list(facts.warnings)
     incomplete = facts.incomplete
     if files.test_json is not None and files.test_json.get("complete") is False:
         warnings.append("test.json says the run did not complete")
         incomplete = True
     return _Run(files, files.out if write else None, facts, warnings, incomplete,
-                {"validate": time.perf_counter() - t0})
+                {"validate": time.perf_counter() - t0}, columns, run)
 
 
 def check_run(
@@ -304,17 +317,18 @@ def check_runs(
     """
     if out is not None and len(paths) > 1:
         raise UsageError("--out names one directory; check several runs without it")
-    prepared: list[_Run | ChaosError] = []
-    for p in paths:
-        try:
-            prepared.append(_prepare(p, out, write))
-        except ChaosError as e:
-            if not keep_going:
-                raise
-            prepared.append(e)
-    runs = [r for r in prepared if isinstance(r, _Run)]
-    judged = [r for r in runs if r.facts.client_ops > 0]
-    batch = _judge(judged, spark_master, elle_cli, perf) if judged else {}
+    with tempfile.TemporaryDirectory(prefix="chaos-check-") as tmp:
+        prepared: list[_Run | ChaosError] = []
+        for i, p in enumerate(paths):
+            try:
+                prepared.append(_prepare(p, out, write, i, Path(tmp)))
+            except ChaosError as e:
+                if not keep_going:
+                    raise
+                prepared.append(e)
+        runs = [r for r in prepared if isinstance(r, _Run)]
+        judged = [r for r in runs if r.facts.client_ops > 0]
+        batch = _judge(judged, spark_master, elle_cli, perf) if judged else {}
     results: list[CheckResult | ChaosError] = []
     for r in prepared:
         if isinstance(r, ChaosError):
@@ -346,7 +360,6 @@ def _finish(r: _Run, batch: dict[int, Any]) -> CheckResult:
 
 def _commit_anomalies(r: _Run) -> dict[str, dict[str, Any]]:
     """A subscribing group's commits (results/commits.py): one linear Python pass over the history."""
-    from kernel.history import read_ops
     from results.commits import commit_anomalies
 
     t0 = time.perf_counter()
@@ -386,10 +399,11 @@ def _judge(
 
     shared: dict[str, float] = {}
     t0 = time.perf_counter()
-    spark = get_spark(spark_master, sum(r.files.history.stat().st_size for r in runs))
+    nbytes = sum(r.files.history.stat().st_size for r in runs)
+    spark = get_spark(spark_master, nbytes)
     shared["spark_session"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    fr = load_frames(spark, [r.files.history for r in runs], [r.files.replicas for r in runs])
+    fr = load_frames(spark, [r.columns for r in runs], [r.files.replicas for r in runs], nbytes)
     job_warnings: list[str] = []
     found, crashed = _run_checkers(fr, job_warnings)
     shared["checkers"] = time.perf_counter() - t0
@@ -400,11 +414,11 @@ def _judge(
         from results.perf import perf_facts, perf_table  # pandas: only when perf facts are wanted
 
         try:
-            table = perf_table(fr)
+            table = perf_table([runs[i].columns for i in wanted])
             by_run = dict(tuple(table.groupby("run"))) if len(table) else {}
             for i in wanted:
                 r = runs[i]
-                rows = by_run.get(i, table.iloc[0:0])
+                rows = by_run.get(r.run, table.iloc[0:0])
                 try:
                     assert r.dest is not None
                     perfs[i] = perf_facts(rows, r.dest / "perf", r.files.test_json)
@@ -423,7 +437,7 @@ def _judge(
         r.timings.update(shared)
         if len(runs) > 1:
             r.timings["runs_in_job"] = len(runs)
-        out[id(r)] = (found.get(i, {}), crashed, perfs.get(i, {}), elles[i].to_json())
+        out[id(r)] = (found.get(r.run, {}), crashed, perfs.get(i, {}), elles[i].to_json())
     return out
 
 

@@ -1,9 +1,9 @@
 """The one table every checker reads: the facts of every history about every key, in key order.
 
-`kernel.history.spark` parses the histories (one or many, each row tagged with its `run`) into
-micro-op rows; here the replica dumps join them and the lot is partitioned once by (run, key), then
-each row gets what several checkers need, computed once with windows over that partitioning (no
-further shuffles, no joins):
+The strict reader's pass wrote each history's facts as typed columns (`kernel.history.columns`,
+one Parquet file per history, each row tagged with its `run`); here the replica dumps join them and
+the lot is partitioned once by (run, key), then each row gets what several checkers need, computed
+once with windows over that partitioning (no further shuffles, no joins):
 
 - `idx`: the row's position in its key's *version order* (every offset anyone observed: acknowledged
   sends and polls, sorted, gaps removed); `vidx`: the index of the row's *value* (its last position,
@@ -31,7 +31,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from kernel.history.spark import comp_sql, file_path, load_ops, mops_sql
+from kernel.history.columns import FACTS, ColumnFiles
+from kernel.history.spark import file_path
 
 REPLICA_SCHEMA = T.StructType(
     [
@@ -53,8 +54,6 @@ CODEGEN_MIN_BYTES = 32 << 20
 
 @dataclass
 class Frames:
-    ops: DataFrame
-    comp: DataFrame
     facts: DataFrame
     has_replicas: bool
     views: tuple[str, ...] = ()
@@ -79,24 +78,31 @@ def set_codegen(spark: Any, on: bool) -> None:
     spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK" if on else "NO_CODEGEN")
 
 
-def load_frames(spark: Any, histories: Sequence[Path], replicas: Sequence[Path | None] = ()) -> Frames:
-    """`histories[i]` is run i; `replicas[i]` its replica dump directory (or None). The keyed table
-    is materialised at once as a local checkpoint: its plan is then a leaf, so the anomaly statement
-    over it is analysed in a fraction of the time a deep cached plan costs."""
-    nbytes = sum(p.stat().st_size for p in histories)
+def _spark_schema(schema: Any) -> T.StructType:
+    """The Spark twin of an Arrow schema (declared, so no job reads the files to infer it)."""
+    kinds = {"int32": T.IntegerType(), "int64": T.LongType(), "string": T.StringType(), "bool": T.BooleanType()}
+    return T.StructType([T.StructField(f.name, kinds[str(f.type)]) for f in schema])
+
+
+def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[Path | None] = (),
+                nbytes: int | None = None) -> Frames:
+    """`columns[i]` holds run i's facts; `replicas[i]` its replica dump directory (or None); `nbytes`
+    the size of the histories (how many partitions the job needs). The keyed table is materialised at
+    once as a local checkpoint: its plan is then a leaf, so the anomaly statement over it is analysed
+    in a fraction of the time a deep cached plan costs."""
+    files = [str(c.facts.resolve()) for c in columns]
+    if nbytes is None:
+        nbytes = sum(Path(f).stat().st_size for f in files)
     parts = partitions_for(spark, nbytes)
     spark.conf.set("spark.sql.shuffle.partitions", str(parts))
-    # split the scan too, so every core parses part of a large history (the default split is 128 MB)
-    spark.conf.set("spark.sql.files.maxPartitionBytes", str(max(4 << 20, nbytes // max(1, parts) + 1)))
+    on_disk = sum(Path(f).stat().st_size for f in files)
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(max(1 << 20, on_disk // max(1, parts) + 1)))
     set_codegen(spark, nbytes >= CODEGEN_MIN_BYTES)
     n = next(_views)
-    ops_v, comp_v, rep_v = f"chaos_ops_{n}", f"chaos_comp_{n}", f"chaos_replicas_{n}"
-    ops = load_ops(spark, histories, single=parts == 1)
-    ops.createOrReplaceTempView(ops_v)
-    comp = spark.sql(comp_sql(ops_v))
-    comp.createOrReplaceTempView(comp_v)
+    mops_v, rep_v = f"chaos_mops_{n}", f"chaos_replicas_{n}"
+    spark.read.schema(_spark_schema(FACTS)).parquet(*files).createOrReplaceTempView(mops_v)
     reps = load_replicas(spark, list(replicas))
-    rows = f"SELECT *, CAST(NULL AS BIGINT) AS epoch FROM ({mops_sql(comp_v)})"
+    rows = f"SELECT *, CAST(NULL AS BIGINT) AS epoch FROM {mops_v}"
     if reps is not None:
         reps.createOrReplaceTempView(rep_v)
         rows += f" UNION ALL SELECT * FROM {rep_v}"
@@ -116,8 +122,7 @@ def load_frames(spark: Any, histories: Sequence[Path], replicas: Sequence[Path |
               PARTITION BY run, key ORDER BY CASE WHEN {in_vo} THEN 0 ELSE 1 END, `offset`) - 1 END AS idx
           FROM (SELECT /*+ {spread} */ * FROM ({rows})))
         WINDOW v AS (PARTITION BY run, key, value))""").localCheckpoint(eager=True)
-    return Frames(ops, spark.sql(f"SELECT * FROM {comp_v} WHERE part = 'comp'"), facts, reps is not None,
-                  (ops_v, comp_v, rep_v))
+    return Frames(facts, reps is not None, (mops_v, rep_v))
 
 
 def load_replicas(spark: Any, dirs: list[Path | None]) -> DataFrame | None:

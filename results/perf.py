@@ -9,13 +9,13 @@ client op: time_s, latency_ms, f, type, process), `rates.parquet` (second, f, ty
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pyspark.sql import functions as F
 
-from results.frames import Frames
+from kernel.history.columns import OPS, ColumnFiles
 
 NS = 1_000_000_000
 
@@ -72,15 +72,15 @@ def _kind(value: Any, family: str) -> str:
         return family
 
 
-def perf_table(fr: Frames) -> pd.DataFrame:
-    """One Spark action for every run of the job: client completions (time, latency) and nemesis ops,
-    as pandas rows with their `run`; `perf_facts` then works per run in the driver."""
-    client = fr.comp.select(
-        "run", "index", "time", "latency", "f", "type", "process",
-        F.lit(None).cast("string").alias("value"), F.lit(None).cast("string").alias("fault"))
-    nemesis = fr.ops.where(F.col("process") == "nemesis").select(
-        "run", "index", "time", F.lit(None).cast("long").alias("latency"), "f", "type", "process", "value", "fault")
-    out: pd.DataFrame = client.unionByName(nemesis).toPandas()
+def perf_table(columns: Sequence[ColumnFiles]) -> pd.DataFrame:
+    """Client completions (time, latency) and nemesis ops of every run of the job, as pandas rows with
+    their `run`, straight from the columns the reader's pass wrote (no Spark job: they are one row per
+    op, read as Arrow); `perf_facts` then works per run."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = [pq.read_table(c.ops) for c in columns]
+    out: pd.DataFrame = (pa.concat_tables(tables) if tables else OPS.empty_table()).to_pandas()
     return out
 
 
