@@ -105,8 +105,88 @@ def _send_value(m: list[Any]) -> Any:
     return m[2][1] if isinstance(m[2], list) else m[2]
 
 
+_OP_TYPES = {t.value: t for t in OpType}
+
+
+def _ints(xs: Any, lo: int, hi: int) -> bool:
+    """Every element an integer (not a bool) within [lo, hi], tested in C loops, not per element."""
+    return not xs or (set(map(type, xs)) == {int} and lo <= min(xs) and max(xs) <= hi)
+
+
+def _int_in(x: Any, lo: int, hi: int) -> bool:
+    return type(x) is int and lo <= x <= hi
+
+
+def _fast_mop(m: Any, f: str, ok: bool) -> bool:
+    if type(m) is not list or not m or m[0] != f:
+        return False
+    if f == "send":
+        if len(m) != 3 or not _int_in(m[1], 0, KEY_MAX):
+            return False
+        arg = m[2]
+        if type(arg) is list:
+            return (len(arg) == 2 and (arg[0] is None or _int_in(arg[0], 0, INT64_MAX))
+                    and _int_in(arg[1], INT64_MIN, INT64_MAX))
+        return not ok and _int_in(arg, INT64_MIN, INT64_MAX)
+    if not ok:
+        return len(m) == 1 or (len(m) == 2 and m[1] is None)
+    if len(m) != 2 or type(m[1]) is not dict:
+        return False
+    for k, pairs in m[1].items():
+        if not (k.isascii() and k.isdigit()) or len(k) > 10 or int(k) > KEY_MAX or (len(k) > 1 and k[0] == "0"):
+            return False
+        if type(pairs) is not list:
+            return False
+        if pairs:
+            if set(map(type, pairs)) != {list} or set(map(len, pairs)) != {2}:
+                return False
+            offsets, values = zip(*pairs, strict=True)
+            if not (_ints(offsets, 0, INT64_MAX) and _ints(values, INT64_MIN, INT64_MAX)):
+                return False
+    return True
+
+
+def _fast_line(d: Any) -> Op | None:
+    """The common well-formed client line (send, poll, assign or subscribe, no extras but `final`),
+    checked with bulk tests in C; None for anything else, which `check_line` then checks field by
+    field. It only ever accepts what the field-by-field check accepts, with the same op
+    (tests/history/test_schema_fast.py); it exists because that check, one Python call per number,
+    was most of the cost of reading a large history."""
+    if type(d) is not dict or len(d) != 6 + ("final" in d):
+        return None
+    index, time, process, f, value = d.get("index"), d.get("time"), d.get("process"), d.get("f"), d.get("value")
+    if not (type(index) is int and type(time) is int and type(process) is int and type(f) is str
+            and type(value) is list and 0 <= index <= INT64_MAX and 0 <= time <= INT64_MAX
+            and 0 <= process <= INT64_MAX):
+        return None
+    typ = d.get("type")
+    op_type = _OP_TYPES.get(typ) if type(typ) is str else None
+    if op_type is None:
+        return None
+    extra: dict[str, Any] = {}
+    if "final" in d:
+        if type(d["final"]) is not bool:
+            return None
+        extra["final"] = d["final"]
+    if f in KEY_FS:
+        return Op(index, time, process, op_type, f, value, extra) if _ints(value, 0, KEY_MAX) else None
+    if (f != "send" and f != "poll") or not value:
+        return None
+    ok = op_type is OpType.OK
+    for m in value:
+        if not _fast_mop(m, f, ok):
+            return None
+    return Op(index, time, process, op_type, f, value, extra)
+
+
 def check_line(d: Any) -> Op:
     """The op a decoded line holds, or LineProblem. Checks this line alone (pairing is the reader's)."""
+    fast = _fast_line(d)
+    return fast if fast is not None else checked_line(d)
+
+
+def checked_line(d: Any) -> Op:
+    """`check_line` field by field, naming the first problem."""
     if not isinstance(d, dict):
         raise LineProblem(f"an op must be a JSON object, not {type(d).__name__}")
     missing = [k for k in CORE[:5] if k not in d]
