@@ -5,9 +5,13 @@ time `chaos sim-search` needs to catch each bug switch.
   run default (1,000 ops/s over 8 workers), the sim-search default (20 ops/s), and idle (0.1 ops/s);
   simulated seconds (provisioning, workload, heal, drain) over wall seconds of the simulation alone;
 - seeds per hour: `--seeds` seeds of 60 simulated seconds at 20 ops/s, in `--jobs` processes;
-- time to detect: per bug switch, `sim-search` with its targeted fault families from seed 1
-  (no shrinking), wall seconds until the first failing seed is screened; `--detect-budget` each.
-  Next to it the container numbers of `chaos detect`, when `bench-results/detect.json` exists.
+- time to detect: per bug switch, `sim-search` from seed 1 (no shrinking), wall seconds until the
+  first failing seed is screened, `--detect-budget` each, under three fault mixes: the families
+  that target it (`TARGETED`), the composed fault that acts its scenario out (`COMPOSED`: two
+  failovers in a row, a follower held back past the lag limit, a deposed leader's stale orders),
+  and the simulator's full default mix (every family and composition, as `chaos sim-search` with
+  no `--nemesis`). Next to it the container numbers of `chaos detect`, when
+  `bench-results/detect.json` exists.
 
     python cluster-impl/bench/sim.py --out bench-results/sim.json
 """
@@ -41,6 +45,15 @@ TARGETED = {
     "local-isr-shrink": ("partition-one,partition-leader,partition-one-way,kill-leader", 14.0, 60.0),
     "stale-epoch-accepted": ("stale-orders", 14.0, 60.0),
 }
+#: the composition that acts each switch's scenario out (nemesis/compositions.py, sim_compositions.py)
+COMPOSED = {
+    "truncate-to-hw": ("double-failover", 14.0, 60.0),
+    "ack-before-replication": ("double-failover", 14.0, 60.0),
+    "local-isr-shrink": ("lagging-follower", 14.0, 60.0),
+    "stale-epoch-accepted": ("stale-orders", 14.0, 60.0),
+}
+#: the full default mix: no --nemesis (every family and composition the simulator has)
+FULL_MIX = (None, 10.0, 60.0)
 
 
 def speed(rate: float, time_limit: float, seed: int) -> dict[str, Any]:
@@ -57,6 +70,20 @@ def speed(rate: float, time_limit: float, seed: int) -> dict[str, Any]:
     return {"rate_ops_s": rate, "time_limit_s": time_limit, "sim_seconds": round(out.sim_seconds, 1),
             "wall_seconds": round(wall, 2), "sim_per_wall": round(out.sim_seconds / wall, 2), "client_ops": ops,
             "wall_ms_per_op": round(wall * 1000 / ops, 3) if ops else None}
+
+
+def detect(bug: str, nemesis: str | None, interval: float, limit: float, budget: float, jobs: int) -> dict[str, Any]:
+    """`sim-search --bug BUG` from seed 1 under one fault mix, without shrinking."""
+    opts: dict[str, Any] = {"provisioner": "sim", "nodes": 3, "time_limit": limit, "rate": 100.0,
+                            "nemesis_interval": interval, "bugs": [bug], "name": "bench-sim"}
+    if nemesis is not None:
+        opts["nemesis"] = nemesis
+    spec = build_test(build_spec(opts)).spec
+    o = search(spec, first_seed=1, budget_s=budget, jobs=jobs, say=lambda s: None, shrink_found=False)
+    return {"nemesis": nemesis or "(full default mix)", "interval_s": interval, "time_limit_s": limit,
+            "seeds": o.seeds, "caught": o.found is not None,
+            "time_to_detect_s": round(o.time_to_detect_s, 1) if o.time_to_detect_s is not None else None,
+            "seed": o.found.seed if o.found else None, "anomalies": o.found.anomalies if o.found else {}}
 
 
 def container_detect() -> dict[str, Any]:
@@ -92,18 +119,13 @@ def main(argv: list[str] | None = None) -> int:
                     "sim_seconds": round(out.sim_seconds, 1), "failing_seed": out.found.seed if out.found else None}
     print(f"seeds: {res['seeds']}", file=sys.stderr)
     res["detect"] = {}
-    for bug, (nemesis, interval, limit) in TARGETED.items():
-        spec = build_test(build_spec({"provisioner": "sim", "nodes": 3, "time_limit": limit, "rate": 100.0,
-                                      "nemesis": nemesis, "nemesis_interval": interval, "bugs": [bug],
-                                      "name": "bench-sim"})).spec
-        o = search(spec, first_seed=1, budget_s=args.detect_budget, jobs=args.jobs, say=lambda s: None,
-                   shrink_found=False)
-        row = {"nemesis": nemesis, "interval_s": interval, "time_limit_s": limit, "seeds": o.seeds,
-               "caught": o.found is not None,
-               "time_to_detect_s": round(o.time_to_detect_s, 1) if o.time_to_detect_s is not None else None,
-               "seed": o.found.seed if o.found else None, "anomalies": o.found.anomalies if o.found else {}}
-        print(f"detect {bug}: {row}", file=sys.stderr)
-        res["detect"][bug] = row
+    for bug in TARGETED:
+        res["detect"][bug] = {}
+        for mix, (nemesis, interval, limit) in (("targeted", TARGETED[bug]), ("composed", COMPOSED[bug]),
+                                                ("full-mix", FULL_MIX)):
+            row = detect(bug, nemesis, interval, limit, args.detect_budget, args.jobs)
+            print(f"detect {bug} ({mix}): {row}", file=sys.stderr)
+            res["detect"][bug][mix] = row
     res["container_detect"] = container_detect()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(res, indent=2) + "\n")
