@@ -6,9 +6,11 @@ history (`tests/results/fixtures/valid-kill-controller`). For each: our check on
 this process, our check as a fresh `chaos check` process (session start included, 10^4 and the real
 run), and Jepsen's checker (`../shared/tools/jepsen-kafka/check`, a fresh JVM per history, as it is
 used) where it is present, with both times and the ratio, and peak memory (our JVM's VmHWM, this
-process's max RSS, Jepsen's JVM's VmHWM). Then many runs in one job: N small run directories checked
-by one `check_runs` call (warm), by one `chaos check DIR...` process, and by N `chaos check` processes
-one after another. Numbers go to bench-results/check.json; nothing here asserts a time.
+process's max RSS, Jepsen's JVM's VmHWM), and the plain single-process Python reference of the same
+definitions (`results.reference`, in this process) on the same file, with the ratio of our warm check
+to it. Then many runs in one job: N small run directories checked by one `check_runs` call (warm), by
+one `chaos check DIR...` process, by N `chaos check` processes one after another, and by the Python
+reference one after another. Numbers go to bench-results/check.json; nothing here asserts a time.
 """
 
 from __future__ import annotations
@@ -129,6 +131,18 @@ def fit(rows: list[dict]) -> dict[str, float] | None:  # type: ignore[type-arg]
     return {"fixed_s": round(my - b * mx, 2), "per_op_us": round(b * 1e6, 3)}
 
 
+def python_reference(history: Path) -> tuple[float, float, dict[str, int]]:
+    """`results.reference` on `history` in this process: wall seconds, how far this process's peak
+    RSS rose meanwhile (MB; 0 when it stayed under an earlier peak, so a lower bound), and what it found."""
+    from results.reference import anomalies
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t = time.perf_counter()
+    found = anomalies(history)
+    dt = time.perf_counter() - t
+    return dt, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024, found
+
+
 REAL = Path(__file__).resolve().parents[1] / "tests" / "results" / "fixtures" / "valid-kill-controller"
 JEPSEN = Path(os.environ.get("JEPSEN_KAFKA_CHECK", Path(__file__).resolve().parents[1].parent.parent / "shared"
                              / "tools" / "jepsen-kafka" / "check"))
@@ -211,6 +225,17 @@ def main() -> int:
                 # the machine is shared: the 1-minute load average says how much of the time was ours
                 "load_avg_1m": round(os.getloadavg()[0], 2),
             }
+            # as many times as our check, the median kept (the first call also imports the module)
+            refs = [python_reference(run / "history.jsonl") for _ in times]
+            ref_s = sorted(x[0] for x in refs)[len(refs) // 2]
+            ref_mb, ref_found = max(x[1] for x in refs), refs[-1][2]
+            row["python_reference_s"] = round(ref_s, 2)
+            row["python_reference_repeats_s"] = [round(x[0], 2) for x in refs]
+            row["python_reference_peak_growth_mb"] = round(ref_mb, 1)
+            row["python_reference_anomalies"] = ref_found
+            row["ratio_ours_to_python_reference"] = round(dt / ref_s, 2)
+            print(f"{name}: ours (warm) {dt:.2f} s, Python reference {ref_s:.2f} s, ratio "
+                  f"{row['ratio_ours_to_python_reference']}", flush=True)
             if n is None or n <= 10_000:
                 row["fresh_process"] = timed_process(
                     [CHAOS, "check", "--no-perf", "--elle-cli", "", "--spark-master", args.master, str(run)])
@@ -249,6 +274,7 @@ def many_runs(n: int, ops: int, separate: int | None, master: str) -> dict[str, 
         for run in dirs[:k]:
             timed_process([CHAOS, "check", "--no-perf", "--elle-cli", "", "--spark-master", master, str(run)])
         sep = time.perf_counter() - t
+        ref_t = sum(python_reference(run / "history.jsonl")[0] for run in dirs)  # one after another
         jep_t = None
         if JEPSEN.is_file() and shutil.which("java"):
             t = time.perf_counter()
@@ -259,6 +285,7 @@ def many_runs(n: int, ops: int, separate: int | None, master: str) -> dict[str, 
             "runs": n, "ops_per_run": ops, "all_valid": all(getattr(r, "valid", None) is True for r in results),
             "one_job_warm_s": round(warm, 2), "one_process_s": one["wall_s"], "one_process_peak_mb": one["peak_mb"],
             "separate_processes": k, "separate_s": round(sep, 2), "separate_extrapolated_s": round(sep * n / k, 2),
+            "python_reference_s": round(ref_t, 2), "ratio_ours_to_python_reference": round(warm / ref_t, 2),
             "jepsen_separate_s": round(jep_t, 2) if jep_t is not None else None,
             "jepsen_extrapolated_s": round(jep_t * n / k, 2) if jep_t is not None else None,
             "load_avg_1m": round(os.getloadavg()[0], 2),

@@ -1,0 +1,58 @@
+"""The plain-Python reference (`results.reference`, the benchmark's baseline) finds, on every corpus
+history, the anomaly types the Spark checker is expected to report (`expected.json`), except what it
+leaves out by design. No Spark here: this file never starts a session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from results.bench import generate
+from results.reference import anomalies
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+CASES = sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
+#: case -> (expected types the reference cannot see, why): only what it leaves out on purpose
+LEFT_OUT: dict[str, tuple[set[str], str]] = {
+    "divergent-replicas": ({"divergent-replicas", "inconsistent-offsets"},
+                           "both come from the replica dumps (replicas/), which the reference does not read; "
+                           "the history itself is consistent"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_reference_agrees_with_the_corpus(case: str) -> None:
+    expected = set(json.loads((CORPUS / case / "expected.json").read_text()))
+    missing, why = LEFT_OUT.get(case, (set(), ""))
+    assert missing <= expected, f"{case}: LEFT_OUT names types the case does not expect"
+    found = anomalies(CORPUS / case / "history.jsonl")
+    assert set(found) == expected - missing, (case, found, why)
+    assert all(n >= 1 for n in found.values()), found
+
+
+def test_left_out_cases_exist() -> None:
+    assert set(LEFT_OUT) <= set(CASES)
+
+
+def test_a_generated_correct_log_has_no_anomalies(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    generate(path, 20_000)
+    assert anomalies(path) == {}
+
+
+def test_counts_are_rows_as_the_definitions_say(tmp_path: Path) -> None:
+    """Two acknowledged values never read below a read one (two lost writes), and one read value
+    nobody sent (one unexpected): counts, not only types."""
+    lines = [
+        (0, "invoke", "send", [["send", 0, 1]]), (0, "ok", "send", [["send", 0, [0, 1]]]),
+        (0, "invoke", "send", [["send", 0, 2]]), (0, "ok", "send", [["send", 0, [1, 2]]]),
+        (0, "invoke", "send", [["send", 0, 3]]), (0, "ok", "send", [["send", 0, [2, 3]]]),
+        (9, "invoke", "assign", [0]), (9, "ok", "assign", [0]),
+        (9, "invoke", "poll", [["poll"]]), (9, "ok", "poll", [["poll", {"0": [[2, 3], [3, 77]]}]]),
+    ]
+    path = tmp_path / "history.jsonl"
+    path.write_text("".join(json.dumps({"index": i, "time": i, "process": p, "type": t, "f": f, "value": v}) + "\n"
+                            for i, (p, t, f, v) in enumerate(lines)))
+    assert anomalies(path) == {"lost-write": 2, "unexpected": 1}
