@@ -144,8 +144,19 @@ def python_reference(history: Path) -> tuple[float, float, dict[str, int]]:
 
 
 REAL = Path(__file__).resolve().parents[1] / "tests" / "results" / "fixtures" / "valid-kill-controller"
-JEPSEN = Path(os.environ.get("JEPSEN_KAFKA_CHECK", Path(__file__).resolve().parents[1].parent.parent / "shared"
-                             / "tools" / "jepsen-kafka" / "check"))
+def _shared_tool(*parts: str) -> Path:
+    """A tool of `../shared/tools` beside the project (or `$CHAOS_SHARED_TOOLS`, as the tests find it)."""
+    root = Path(__file__).resolve().parents[1]
+    base = os.environ.get("CHAOS_SHARED_TOOLS")
+    candidates = [Path(base)] if base else [root.parent / "shared" / "tools", root.parent.parent / "shared" / "tools"]
+    for c in candidates:
+        if c.joinpath(*parts).is_file():
+            return c.joinpath(*parts)
+    return candidates[0].joinpath(*parts)
+
+
+JEPSEN = Path(os.environ["JEPSEN_KAFKA_CHECK"]) if "JEPSEN_KAFKA_CHECK" in os.environ else _shared_tool(
+    "jepsen-kafka", "check")
 CHAOS = str(Path(sys.executable).parent / "chaos")
 
 
