@@ -12,11 +12,14 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import os
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 from kernel.checker import describe
 from kernel.errors import (
@@ -140,8 +143,6 @@ def _test_json(path: Path) -> dict[str, Any] | None:
 
 def _check_writable(dest: Path) -> None:
     """Refuse before any work: results.json must be a file we may replace, the directory writable."""
-    import os
-
     if dest.exists() and not dest.is_dir():
         raise UsageError(f"--out {dest} exists and is not a directory")
     for name in ("results.json", "perf"):
@@ -262,14 +263,19 @@ def _prepare(path: Path, out: Path | None, write: bool, run: int, workdir: Path)
     t0 = time.perf_counter()
     files = locate(path, out)
     facts = HistoryScan(files.history)
-    writer = ColumnWriter(workdir, run)
+    try:
+        writer = ColumnWriter(workdir, run)
+    except OSError as e:
+        raise _workdir_problem(workdir, e) from None
     try:
         for op in read_ops(files.history, facts):
             writer.add(op)
-    except BaseException:
+        columns = writer.close()
+    except BaseException as e:
         writer.abort()
+        if isinstance(e, OSError | pa.ArrowException):
+            raise _workdir_problem(workdir, e) from None
         raise
-    columns = writer.close()
     warnings = list(facts.warnings)
     incomplete = facts.incomplete
     if files.test_json is not None and files.test_json.get("complete") is False:
@@ -277,6 +283,11 @@ def _prepare(path: Path, out: Path | None, write: bool, run: int, workdir: Path)
         incomplete = True
     return _Run(files, files.out if write else None, facts, warnings, incomplete,
                 {"validate": time.perf_counter() - t0}, columns, run)
+
+
+def _workdir_problem(workdir: Path, e: BaseException) -> EnvironmentProblem:
+    return EnvironmentProblem(f"cannot write the check's columns into {workdir} ({e}); free some space there or "
+                              "point CHAOS_CHECK_TMPDIR at a roomier directory (it needs about the histories' size)")
 
 
 def check_run(
@@ -291,12 +302,27 @@ def check_run(
     """Judge one history. Writes results.json/perf/ into the run directory (or `out`) when `write`.
 
     The strict reader runs first, in Python, so a malformed line stops the check with a
-    HistoryError (exit 2) before Spark starts, and Spark only ever parses well-formed lines.
+    HistoryError (exit 2) before Spark starts; its pass writes the typed columns Spark reads.
     """
     got = check_runs([path], spark_master=spark_master, elle_cli=elle_cli, write=write, perf=perf, out=out,
                      keep_going=False)[0]
     assert isinstance(got, CheckResult)
     return got
+
+
+def _workdir() -> tempfile.TemporaryDirectory[str]:
+    """Where a batch's columns go (removed with everything in it when the batch ends): under
+    `$CHAOS_CHECK_TMPDIR`, else the system's temporary directory. With `--spark-master` on other
+    hosts, point it at a directory the executors share, as the store itself must be."""
+    base = os.environ.get("CHAOS_CHECK_TMPDIR") or None
+    try:
+        if base is not None:
+            Path(base).mkdir(parents=True, exist_ok=True)
+        return tempfile.TemporaryDirectory(prefix="chaos-check-", dir=base)
+    except OSError as e:
+        where = base or tempfile.gettempdir()
+        raise EnvironmentProblem(f"cannot create the check's working directory under {where} "
+                                 f"({e.strerror or e}); set CHAOS_CHECK_TMPDIR") from None
 
 
 def check_runs(
@@ -317,7 +343,7 @@ def check_runs(
     """
     if out is not None and len(paths) > 1:
         raise UsageError("--out names one directory; check several runs without it")
-    with tempfile.TemporaryDirectory(prefix="chaos-check-") as tmp:
+    with _workdir() as tmp:
         prepared: list[_Run | ChaosError] = []
         for i, p in enumerate(paths):
             try:
@@ -403,7 +429,7 @@ def _judge(
     spark = get_spark(spark_master, nbytes)
     shared["spark_session"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    fr = load_frames(spark, [r.columns for r in runs], [r.files.replicas for r in runs], nbytes)
+    fr = load_frames(spark, [r.columns for r in runs], [(r.run, r.files.replicas) for r in runs], nbytes)
     job_warnings: list[str] = []
     found, crashed = _run_checkers(fr, job_warnings)
     shared["checkers"] = time.perf_counter() - t0

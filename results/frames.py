@@ -84,10 +84,11 @@ def _spark_schema(schema: Any) -> T.StructType:
     return T.StructType([T.StructField(f.name, kinds[str(f.type)]) for f in schema])
 
 
-def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[Path | None] = (),
+def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[tuple[int, Path | None]] = (),
                 nbytes: int | None = None) -> Frames:
-    """`columns[i]` holds run i's facts; `replicas[i]` its replica dump directory (or None); `nbytes`
-    the size of the histories (how many partitions the job needs). The keyed table is materialised at
+    """`columns` hold the runs' facts (each row tagged with its run number); `replicas` are (run
+    number, replica dump directory or None); `nbytes` the size of the histories (how many partitions
+    the job needs). The keyed table is materialised at
     once as a local checkpoint: its plan is then a leaf, so the anomaly statement over it is analysed
     in a fraction of the time a deep cached plan costs."""
     files = [str(c.facts.resolve()) for c in columns]
@@ -125,10 +126,10 @@ def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[P
     return Frames(facts, reps is not None, (mops_v, rep_v))
 
 
-def load_replicas(spark: Any, dirs: list[Path | None]) -> DataFrame | None:
+def load_replicas(spark: Any, dirs: list[tuple[int, Path | None]]) -> DataFrame | None:
     """Committed records (offset < HW) of every `replicas/<node>/<topic>-<p>.jsonl`, as `replica` rows
-    (process = the node) of the run whose directory it is."""
-    files = [(run, f) for run, d in enumerate(dirs) if d is not None and d.is_dir()
+    (process = the node) of the run whose directory it is (`dirs`: run number, directory)."""
+    files = [(run, f) for run, d in dirs if d is not None and d.is_dir()
              for f in sorted(d.glob("*/*.jsonl"))]
     if not files:
         return None

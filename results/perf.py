@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from kernel.history.columns import OPS, ColumnFiles
 
@@ -76,9 +78,6 @@ def perf_table(columns: Sequence[ColumnFiles]) -> pd.DataFrame:
     """Client completions (time, latency) and nemesis ops of every run of the job, as pandas rows with
     their `run`, straight from the columns the reader's pass wrote (no Spark job: they are one row per
     op, read as Arrow); `perf_facts` then works per run."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     tables = [pq.read_table(c.ops) for c in columns]
     out: pd.DataFrame = (pa.concat_tables(tables) if tables else OPS.empty_table()).to_pandas()
     return out

@@ -7,7 +7,7 @@ Spark, so the definitions are stated twice, once as SQL and once as loops, and m
 **not** used by `chaos check`: the verdict always comes from `results.check` (Spark).
 
 What it computes is `results.anomalies.DEFINITIONS` over the keyed table of `results.frames`, for
-one history: the same rows (kernel.history.spark's `mops`: sends, records polled, the keys an
+one history: the same rows (`kernel.history.columns.FACTS`: sends, records polled, the keys an
 assign/subscribe keeps, the keys a rebalance names), the same version order per key (every offset
 observed by an acknowledged send or a poll, sorted, gaps removed: `idx`), the same `vidx` (a
 value's highest index), `at`, `polled`, `sent`, `failed_at`, `max_read_idx`, and the same rule for

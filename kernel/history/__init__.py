@@ -1,10 +1,11 @@
 """The history (DESIGN.md, "The history"): its model, its one writer and its one reader.
 
 Nothing else in the project knows how an op or a micro-op is laid out. Writers append through
-`HistoryWriter`; every reader — the checks' validation, the Spark tables, the elle-cli export, the
-perf facts, the workers' final drain — goes through `read_ops`/`scan`, `pairs`, `writes`, `reads`
-(and, inside the JVM, `kernel.history.spark`). A line that does not match the schema is never
-dropped or guessed at: it is a `HistoryError` naming the file, the line and the reason.
+`HistoryWriter`; every reader — the checks' validation and the typed columns their Spark job reads
+(`kernel.history.columns`, written in the same pass), the elle-cli export, the perf facts, the
+workers' final drain — goes through `read_ops`/`scan`, `pairs`, `writes`, `reads`. A line that
+does not match the schema is never dropped or guessed at: it is a `HistoryError` naming the file,
+the line and the reason.
 """
 
 from kernel.history.op import (

@@ -110,7 +110,11 @@ class ColumnWriter:
         self.run = run
         self.files = ColumnFiles(dest / f"facts-{run}.parquet", dest / f"ops-{run}.parquet")
         self._facts = _Table(self.files.facts, FACTS)
-        self._ops = _Table(self.files.ops, OPS)
+        try:
+            self._ops = _Table(self.files.ops, OPS)
+        except BaseException:
+            self._facts.writer.close()
+            raise
         self._open: dict[Any, Op] = {}
         self._n_assign: dict[Any, int] = {}
 
@@ -208,7 +212,8 @@ class ColumnWriter:
         return self.files
 
     def abort(self) -> None:
-        """Close the files after a failed pass (their content is then not to be used)."""
+        """Close and delete the files after a failed pass (their content is not to be used)."""
         for t in (self._facts, self._ops):
             with contextlib.suppress(Exception):  # best effort on the way out of an error
                 t.writer.close()
+            t.path.unlink(missing_ok=True)

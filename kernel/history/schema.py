@@ -148,7 +148,7 @@ def _fast_mop(m: Any, f: str, ok: bool) -> bool:
 
 def _fast_line(d: Any) -> Op | None:
     """The common well-formed client line (send, poll, assign or subscribe, no extras but `final`),
-    checked with bulk tests in C; None for anything else, which `check_line` then checks field by
+    checked with bulk tests in C; None for anything else, which `checked_line` then checks field by
     field. It only ever accepts what the field-by-field check accepts, with the same op
     (tests/history/test_schema_fast.py); it exists because that check, one Python call per number,
     was most of the cost of reading a large history."""

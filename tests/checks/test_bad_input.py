@@ -100,3 +100,27 @@ def test_many_paths_each_get_their_own_verdict_and_the_worst_exit_code(
     assert print_summary(paths, got) == 3
     err = capsys.readouterr().err
     assert "ERROR" in err and "does not exist" in err and "3 checked" in err and "UNKNOWN" in err
+
+
+@pytest.mark.spark
+def test_replica_dumps_stay_with_their_run_when_an_earlier_path_is_not_judged(spark: object, tmp_path: Path) -> None:
+    """Runs are numbered by their place among the paths, and a path that is refused or has nothing
+    to judge is skipped: the replica dumps of the runs after it must still join their own run's
+    facts (divergent replicas found in their run, nowhere else)."""
+    import shutil
+
+    from results.check import CheckResult, check_runs
+
+    corpus = Path(__file__).resolve().parent / "corpus"
+    bad, nothing = tmp_path / "bad", tmp_path / "nothing"
+    for d in (bad, nothing):
+        d.mkdir()
+    _write(bad, ['{"index": 0, "time": 1, "process": 0, "type": "invoke", "f": "poll", "value": "x"}'])
+    _write(nothing, ['{"index": 0, "time": 1, "process": "nemesis", "type": "info", "f": "start-kill", "value": null}'])
+    div, ok = tmp_path / "div", tmp_path / "ok"
+    shutil.copytree(corpus / "divergent-replicas", div)
+    shutil.copytree(corpus / "valid-basic", ok)
+    got = check_runs([bad, nothing, ok, div], spark_master="local[2]", perf=False, elle_cli="")
+    assert not isinstance(got[0], CheckResult) and isinstance(got[1], CheckResult) and got[1].valid == "unknown"
+    assert isinstance(got[2], CheckResult) and got[2].valid is True, got[2].anomalies
+    assert isinstance(got[3], CheckResult) and "divergent-replicas" in got[3].anomalies, got[3].anomalies
