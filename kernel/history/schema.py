@@ -40,11 +40,16 @@ def _key(x: Any, what: str) -> int:
     return _int(x, what, 0, KEY_MAX)
 
 
+def _key_text(k: str) -> bool:
+    """A poll map's key as JSON object keys carry it: a key number's plain decimal digits."""
+    return k.isascii() and k.isdigit() and len(k) <= 10 and int(k) <= KEY_MAX and not (len(k) > 1 and k[0] == "0")
+
+
 def _poll_map(x: Any, what: str) -> None:
     if not isinstance(x, dict):
         raise LineProblem(f"{what} must be a map of key -> [[offset, value], ...], not {_show(x)}")
     for k, pairs in x.items():
-        if not (k.isascii() and k.isdigit()) or len(k) > 10 or int(k) > KEY_MAX or (len(k) > 1 and k[0] == "0"):
+        if not _key_text(k):
             raise LineProblem(f"{what} has key {k!r}, which is not a key number")
         if not isinstance(pairs, list):
             raise LineProblem(f"{what}[{k!r}] must be a list of [offset, value] pairs, not {_show(pairs)}")
@@ -133,7 +138,7 @@ def _fast_mop(m: Any, f: str, ok: bool) -> bool:
     if len(m) != 2 or type(m[1]) is not dict:
         return False
     for k, pairs in m[1].items():
-        if not (k.isascii() and k.isdigit()) or len(k) > 10 or int(k) > KEY_MAX or (len(k) > 1 and k[0] == "0"):
+        if not _key_text(k):
             return False
         if type(pairs) is not list:
             return False
