@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kernel.errors import EXIT_INTERNAL, EXIT_UNKNOWN, SIGNAL_EXIT, ChaosError, Interrupted, UsageError
+from kernel.errors import EXIT_INTERNAL, EXIT_UNKNOWN, ChaosError, Interrupted, UsageError
 from kernel.names import check_name
 from kernel.spec import FIELDS, RunSpec, build_spec, load_toml
 
@@ -197,6 +197,11 @@ def _fmt(s: float) -> str:
 
 NOT_JUDGED = "stored; not judged yet"
 FINAL_CHECK_RESERVE_S = 60.0
+
+
+def final_check_reserve(plan: Plan) -> float:
+    """Seconds of the budget kept back for the final check (`FINAL_CHECK_RESERVE_S`, at most a quarter)."""
+    return min(FINAL_CHECK_RESERVE_S, plan.budget_s / 4)
 """Wall time kept back from the budget (at most a quarter of it) for the one check of every run at
 the end: measured, twenty 5,000-op runs take 12 s on a warm session and 30 s with the session's
 start (results/README.md)."""
@@ -219,9 +224,10 @@ def run_night(plan: Plan, *, spark_master: str | None = None, progress: bool = T
     costs: list[float] = []  # measured seconds beyond the time limit, per finished run
     pending: list[tuple[Entry, Any]] = []  # runs stored and not yet judged, with their checker
     n = len(plan.cells)
+    reserve = final_check_reserve(plan)
     for i, cell in enumerate(plan.cells):
         spec = cell.spec
-        left = plan.budget_s - min(FINAL_CHECK_RESERVE_S, plan.budget_s / 4) - (time.monotonic() - t0)
+        left = plan.budget_s - reserve - (time.monotonic() - t0)
         guess = spec.time_limit + (max(costs) if costs else plan.overhead_s)
         tag = _tag(i, n, cell)
         if night.interrupted:
@@ -260,7 +266,7 @@ def run_night(plan: Plan, *, spark_master: str | None = None, progress: bool = T
         if entry.outcome not in ("crashed", "incomplete"):
             costs.append(entry.seconds - spec.time_limit)
         night.entries.append(entry)
-        if pending and pending[-1][0] is entry:
+        if entry.message == NOT_JUDGED:
             say(f"{tag}: ran in {entry.seconds:.0f} s; judged with the others at the end")
         else:
             _say_outcome(say, tag, entry)
@@ -271,12 +277,12 @@ def run_night(plan: Plan, *, spark_master: str | None = None, progress: bool = T
     except KeyboardInterrupt as e:  # stopped while judging: the runs are stored; say which were not judged
         from harness.signals import signum_of
 
-        signum = signum_of(e)
-        night.interrupted = night.interrupted or f"interrupted by {signal.Signals(signum).name} during the check"
+        stop = Interrupted(f"interrupted by {signal.Signals(signum_of(e)).name} during the check", signum_of(e))
+        night.interrupted = night.interrupted or str(stop)
         for entry, _ in pending:
             if entry.message == NOT_JUDGED:
                 entry.outcome, entry.message = "incomplete", "stored; not judged: the nightly was stopped"
-                entry.exit_code = SIGNAL_EXIT.get(signal.Signals(signum), 128 + signum)
+                entry.exit_code = stop.exit_code
     if on_entry is not None:
         on_entry(night)
     return night
@@ -309,8 +315,9 @@ def _judge_all(night: Night, pending: list[tuple[Entry, Any]], master: str | Non
             entry.anomalies = sorted(getattr(verdict, "anomalies", {}) or {})
             entry.exit_code, entry.message, entry.spark_app = verdict.exit_code, "", app
     night.check_seconds = time.monotonic() - t0
+    judged = {id(e) for e, _ in pending}
     for i, cell_entry in enumerate(night.entries):
-        if any(cell_entry is e for e, _ in pending):
+        if id(cell_entry) in judged:
             _say_outcome(say, _tag(i, len(night.entries), cell_entry.cell), cell_entry)
     say(f"checked {len(pending)} run(s) in {night.check_seconds:.0f} s")
 

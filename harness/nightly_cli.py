@@ -26,7 +26,7 @@ def nightly(config_file: Path, store: str | None, cluster: str | None, budget_mi
     Exit codes: 0 every run valid (skipped runs are listed, not failed), else the worst run's code:
     1 anomalies, 2 unknown, 3+ a run crashed (the night goes on), 130/143 stopped.
     """
-    from harness.nightly import FINAL_CHECK_RESERVE_S, Night, load_plan, run_night, write_summary
+    from harness.nightly import Night, final_check_reserve, load_plan, run_night, write_summary
 
     plan = load_plan(config_file, store=store, budget_minutes=budget_minutes, cluster=cluster)
     if dry_run:
@@ -35,7 +35,7 @@ def nightly(config_file: Path, store: str | None, cluster: str | None, budget_mi
             total += c.spec.time_limit + plan.overhead_s
             click.echo(f"[{i}/{len(plan.cells)}] {c.label} seed {c.seed}: nemesis {','.join(c.spec.nemesis) or '-'}"
                        f" bugs {','.join(c.spec.bugs) or '-'}; about {c.spec.time_limit + plan.overhead_s:.0f} s")
-        reserve = min(FINAL_CHECK_RESERVE_S, plan.budget_s / 4)
+        reserve = final_check_reserve(plan)
         total += reserve
         click.echo(f"then one check of every run, as one job: about {reserve:.0f} s")
         fits = "fits" if total <= plan.budget_s else "does NOT fit; the later runs would be skipped"

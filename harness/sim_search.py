@@ -88,18 +88,19 @@ class Simulated:
 def simulate_and_screen(spec_json: dict[str, Any], faults_json: list[dict[str, Any]] | None,
                         keep_in: str | None = None) -> Simulated:
     """In a worker process: one seed (with its own schedule, or `faults_json`) into a scratch run
-    directory (with a test.json, so the checker can judge it), screened; the directory is kept under
-    `keep_in` for the caller's batch check, else removed."""
+    directory, screened; the directory is kept under `keep_in` (with a test.json, so the checker can
+    judge it) for the caller's batch check, else removed."""
     spec = build_spec(spec_json)
     faults = _plan(spec) if faults_json is None else [PlannedFault.from_json(f) for f in faults_json]
     d = Path(tempfile.mkdtemp(prefix=f"seed-{spec.seed}-", dir=keep_in))
     t0 = time.monotonic()
     try:
         out = simulate(spec, _workload(spec), faults, d, lambda _: None)
-        RunDir(d, spec, {"seed": spec.seed, "config": spec.to_json(), "provisioner": "sim", "complete": True,
-                         "schedule": [f.to_json() for f in faults], "recovered": out.recovered,
-                         "drained": out.drained, "ops": out.ops, "sim_seconds": round(out.sim_seconds, 3)}
-               ).write_meta()
+        if keep_in is not None:  # the batch's checker reads it; the screen does not
+            RunDir(d, spec, {"seed": spec.seed, "config": spec.to_json(), "provisioner": "sim", "complete": True,
+                             "schedule": [f.to_json() for f in faults], "recovered": out.recovered,
+                             "drained": out.drained, "ops": out.ops, "sim_seconds": round(out.sim_seconds, 3)}
+                   ).write_meta()
         found = screen(d)
         if not (out.recovered and out.drained):  # liveness: after the heal every partition must get a
             found["not-recovered"] = 1  # leader and a full ISR and the drain must finish, in simulated time
@@ -195,10 +196,11 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
     ctx = multiprocessing.get_context("fork")
     scratch = tempfile.mkdtemp(prefix="chaos-sim-search-") if check_batch > 0 else None
     pending: list[Simulated] = []  # screened clean, waiting for the batch's Spark check
-    found_by_spark = False
+
+    def found_by_spark() -> bool:
+        return out.found is not None and out.found.judge == "spark"
 
     def judge_pending() -> None:
-        nonlocal found_by_spark
         if not pending:
             return
         t = time.monotonic()
@@ -210,10 +212,9 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
                 out.found = Found(sim.seed, bad, [PlannedFault.from_json(f) for f in sim.faults], sim.wall_s,
                                   judge="spark")
                 out.time_to_detect_s = time.monotonic() - t0
-                found_by_spark = True
             shutil.rmtree(sim.run_dir or "", ignore_errors=True)
         say(f"checked {len(pending)} seeds as one Spark job in {time.monotonic() - t:.1f} s"
-            + (f"; seed {out.found.seed} fails: {out.found.anomalies}" if out.found and found_by_spark else ""))
+            + (f"; seed {out.found.seed} fails: {out.found.anomalies}" if out.found and found_by_spark() else ""))
         pending.clear()
 
     try:
@@ -246,7 +247,7 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
             shutil.rmtree(scratch, ignore_errors=True)
     if out.found is not None and shrink_found:
         spec = replace(base, seed=out.found.seed)
-        fails = _spark_fails(spark_master) if found_by_spark else _screen_fails
+        fails = _spark_fails(spark_master) if found_by_spark() else _screen_fails
         out.shrunk, out.shrink_steps = shrink(spec, out.found.faults, deadline + budget_s, say, fails)
     out.wall_s = time.monotonic() - t0
     return out

@@ -154,13 +154,8 @@ def python_reference(history: Path) -> tuple[float, float, dict[str, int]]:
 REAL = Path(__file__).resolve().parents[1] / "tests" / "results" / "fixtures" / "valid-kill-controller"
 def _shared_tool(*parts: str) -> Path:
     """A tool of `../shared/tools` beside the project (or `$CHAOS_SHARED_TOOLS`, as the tests find it)."""
-    root = Path(__file__).resolve().parents[1]
-    base = os.environ.get("CHAOS_SHARED_TOOLS")
-    candidates = [Path(base)] if base else [root.parent / "shared" / "tools", root.parent.parent / "shared" / "tools"]
-    for c in candidates:
-        if c.joinpath(*parts).is_file():
-            return c.joinpath(*parts)
-    return candidates[0].joinpath(*parts)
+    base = os.environ.get("CHAOS_SHARED_TOOLS") or Path(__file__).resolve().parents[2] / "shared" / "tools"
+    return Path(base).joinpath(*parts)
 
 
 JEPSEN = Path(os.environ["JEPSEN_KAFKA_CHECK"]) if "JEPSEN_KAFKA_CHECK" in os.environ else _shared_tool(

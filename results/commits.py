@@ -89,9 +89,10 @@ def commit_regressions(ops: Iterable[Op]) -> list[Regression]:
 
 
 @dataclass(frozen=True, slots=True)
-class Reread:
-    """`process` was assigned `key` in the poll completed at `index` and first read it at `offset`,
-    below `committed`, a commit acknowledged (at `committed_at`) before that poll was invoked."""
+class BelowCommit:
+    """`process` saw `key` at `offset` in the op completed at `index` — as its first read of a newly
+    assigned key (`seen` "first-read") or as the group's committed offset it fetched ("fetched") —
+    below `committed`, a commit acknowledged (at `committed_at`) before that op was invoked."""
 
     key: int
     process: Any
@@ -99,13 +100,14 @@ class Reread:
     offset: int
     committed: int
     committed_at: int
+    seen: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "process": self.process, "index": self.index, "first-read": self.offset,
+        return {"key": self.key, "process": self.process, "index": self.index, self.seen: self.offset,
                 "committed": self.committed, "committed-at": self.committed_at}
 
 
-def committed_rereads(ops: Iterable[Op]) -> list[Reread]:
+def committed_rereads(ops: Iterable[Op]) -> list[BelowCommit]:
     """Every newly assigned key whose first read is below a commit acknowledged before the poll
     that received the assignment was invoked."""
     waiting: dict[Any, dict[int, tuple[int, int]]] = {}  # process -> key -> the commit its first read must reach
@@ -126,7 +128,7 @@ def committed_rereads(ops: Iterable[Op]) -> list[Reread]:
         for k, first in sorted(firsts.items()):
             need = mine.pop(k, None)
             if need is not None and first < need[0]:
-                found.append(Reread(k, op.process, op.index, first, need[0], need[1]))
+                found.append(BelowCommit(k, op.process, op.index, first, need[0], need[1], "first-read"))
     return found
 
 
@@ -148,24 +150,7 @@ def _with_commits_before(ops: Iterable[Op]) -> Iterator[tuple[Op, dict[int, tupl
                 high[k] = (o, op.index)
 
 
-@dataclass(frozen=True, slots=True)
-class LostCommit:
-    """`process` fetched `fetched` as the group's committed offset of `key` in the op completed at
-    `index`, below `committed`, a commit acknowledged (at `committed_at`) before that op was invoked."""
-
-    key: int
-    process: Any
-    index: int
-    fetched: int
-    committed: int
-    committed_at: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "process": self.process, "index": self.index, "fetched": self.fetched,
-                "committed": self.committed, "committed-at": self.committed_at}
-
-
-def lost_commits(ops: Iterable[Op]) -> list[LostCommit]:
+def lost_commits(ops: Iterable[Op]) -> list[BelowCommit]:
     """Every fetched committed offset below a commit of its key acknowledged before the fetching op
     was invoked."""
     found = []
@@ -173,20 +158,21 @@ def lost_commits(ops: Iterable[Op]) -> list[LostCommit]:
         for k, got in sorted(fetched_commits(op).items()):
             need = before.get(k)
             if need is not None and got < need[0]:
-                found.append(LostCommit(k, op.process, op.index, got, need[0], need[1]))
+                found.append(BelowCommit(k, op.process, op.index, got, need[0], need[1], "fetched"))
     return found
+
+
+def _findings(ops: list[Op]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Each commit anomaly's name with its rows (as JSON), in report order."""
+    return [("commit-regression", [r.to_json() for r in commit_regressions(ops)]),
+            ("reread-committed", [x.to_json() for x in committed_rereads(ops)]),
+            ("lost-commit", [x.to_json() for x in lost_commits(ops)])]
 
 
 def commit_anomalies(ops: Iterable[Op], examples: int) -> dict[str, dict[str, Any]]:
     """The commit anomalies in results.json's shape ({type: {count, examples}}), absent when none."""
-    ops = list(ops)
-    found: dict[str, dict[str, Any]] = {}
-    for name, rows in (("commit-regression", [r.to_json() for r in commit_regressions(ops)]),
-                       ("reread-committed", [x.to_json() for x in committed_rereads(ops)]),
-                       ("lost-commit", [x.to_json() for x in lost_commits(ops)])):
-        if rows:
-            found[name] = {"count": len(rows), "examples": rows[:examples]}
-    return found
+    return {name: {"count": len(rows), "examples": rows[:examples]}
+            for name, rows in _findings(list(ops)) if rows}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,17 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     path = args.run / "history.jsonl" if args.run.is_dir() else args.run
     ops = list(read_ops(path))
-    found = commit_regressions(ops)
-    rereads = committed_rereads(ops)
-    lost = lost_commits(ops)
-    for r in found:
-        print(json.dumps({"type": "commit-regression", **r.to_json()}))
-    for x in rereads:
-        print(json.dumps({"type": "reread-committed", **x.to_json()}))
-    for y in lost:
-        print(json.dumps({"type": "lost-commit", **y.to_json()}))
-    print(f"{len(acknowledged_commits(ops))} acknowledged commits, {len(found)} regressions, "
-          f"{len(rereads)} rereads of committed offsets, {len(lost)} fetched below an acknowledged commit")
+    findings = _findings(ops)
+    for name, rows in findings:
+        for row in rows:
+            print(json.dumps({"type": name, **row}))
+    found, rereads, lost = (len(rows) for _, rows in findings)
+    print(f"{len(acknowledged_commits(ops))} acknowledged commits, {found} regressions, "
+          f"{rereads} rereads of committed offsets, {lost} fetched below an acknowledged commit")
     return 1 if found or rereads or lost else 0
 
 

@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernel.history import OpType, assigned_keys, pairs, read_ops, reads, writes
+from kernel.history import OpType, assigned_keys, pairs, read_ops, reads, rebalanced_keys, writes
+from kernel.history.op import KEY_FS
 
-KEY_FS = ("assign", "subscribe")
 DONE = (OpType.OK, OpType.INFO)
 #: a record as the order checks need it: (offset or None, value)
 Row = tuple[int | None, int]
@@ -122,15 +122,6 @@ def _follow(last: dict[tuple[str, int], Span], out: list[tuple[int, Row, Row]], 
     last[(proc, key)] = span
 
 
-def _rebalanced(extra: dict[str, Any]) -> set[int]:
-    """Every key a completion's rebalance log names (revoked, assigned, or Jepsen's `keys`)."""
-    out: set[int] = set()
-    for event in extra.get("rebalance-log") or ():
-        for name in ("revoked", "assigned", "keys"):
-            out.update(event.get(name) or ())
-    return out
-
-
 def pass1(ops: Iterable[Any]) -> Pass1:
     """One walk over the (invoke, completion) pairs: a process's ops come in index order."""
     s = Pass1()
@@ -143,7 +134,7 @@ def pass1(ops: Iterable[Any]) -> Pass1:
                 s.n_assign[proc] += 1
                 for k in assigned_keys(comp):
                     s.keeps[(proc, k)] += 1
-            for k in _rebalanced(comp.extra):  # before this op's own records, as the SQL orders them
+            for k in rebalanced_keys(comp):  # before this op's own records, as the SQL orders them
                 s.resets[(proc, k)] += 1
         if inv.f in KEY_FS:
             continue
@@ -177,7 +168,7 @@ def pass1(ops: Iterable[Any]) -> Pass1:
             got.setdefault(r.key, []).append((r.offset, r.value))
         if not got:
             continue
-        rb = _rebalanced(comp.extra)
+        rb = rebalanced_keys(comp)
         for k, rows in got.items():
             s.read_lists.append((k, rows, k in rb))
             span = Span(rows[0], rows[-1], n_assign, s.keeps[(proc, k)], s.resets[(proc, k)])

@@ -77,7 +77,7 @@ def test_the_restarted_leader_is_not_told_it_leads_and_a_failed_write_puts_the_o
     assert joined(w)["leader"] == a and joined(w)["member_id"] == a3  # the old leader id: it does not assign
 
 
-def test_new_protocols_or_a_completing_rebalance_make_a_static_rejoin_rebalance() -> None:
+def test_new_protocols_make_a_static_rejoin_rebalance() -> None:
     g, a, b = stable_static_pair()
     g.join(0, sargs(instance="ib", protocols=(("roundrobin", b"x"), ("range", b"s"))), new_id)
     assert g.state is GroupState.STABLE  # range is still everyone's choice: no rebalance

@@ -20,6 +20,7 @@ from kernel.history.op import (
     fetched_commits,
     micro_ops,
     reads,
+    rebalanced_keys,
     writes,
 )
 from kernel.history.reader import HistoryScan, pairs, read_ops, scan
@@ -41,6 +42,7 @@ __all__ = [
     "pairs",
     "read_ops",
     "reads",
+    "rebalanced_keys",
     "scan",
     "writes",
 ]

@@ -33,7 +33,8 @@ import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kernel.history.op import KEY_FS, NEMESIS, Op, OpType
+from kernel.history.op import KEY_FS, NEMESIS, Op, OpType, rebalanced_keys
+from kernel.history.schema import send_value
 
 FACTS = pa.schema([
     ("run", pa.int32()), ("key", pa.int64()), ("kind", pa.string()), ("process", pa.string()),
@@ -98,10 +99,6 @@ def _text(x: Any) -> str | None:
     return _encode(x).decode()
 
 
-def _send_value(arg: Any) -> int:
-    return arg[1] if isinstance(arg, list) else arg
-
-
 class ColumnWriter:
     """Receives a history's ops in file order (as `read_ops` yields them, already validated) and
     writes its two tables. `close()` adds the invokes that never completed and finishes the files."""
@@ -145,20 +142,15 @@ class ColumnWriter:
         t = typ.value
         final = op.extra.get("final") is True
         rows = self._facts.rows
-        log = op.extra.get("rebalance-log")
-        rb: set[int] = set()
-        if log is not None and (typ is _OK or typ is _INFO):
-            for event in log:
-                for name in ("revoked", "assigned", "keys"):
-                    rb.update(event.get(name) or ())
-            for k in rb:
-                rows.append((run, k, "reset", proc, index, t, None, None, None, False, False, None))
+        rb = rebalanced_keys(op) if typ is _OK or typ is _INFO else set()
+        for k in rb:
+            rows.append((run, k, "reset", proc, index, t, None, None, None, False, False, None))
         if f in _SEND_FS:
             done = op.value if typ is _OK else None
             for pos, m in enumerate(inv.value):
                 if m[0] == "send":
                     offset = done[pos][2][0] if done is not None else None
-                    rows.append((run, m[1], "send", proc, index, t, pos, offset, _send_value(m[2]), final, False,
+                    rows.append((run, m[1], "send", proc, index, t, pos, offset, send_value(m), final, False,
                                  n_assign))
         if typ is _OK and f in _POLL_FS:
             for m in op.value:
@@ -204,7 +196,7 @@ class ColumnWriter:
             for pos, m in enumerate(inv.value):
                 if m[0] == "send":
                     self._facts.rows.append((self.run, m[1], "send", proc, inv.index, "info", pos, None,
-                                             _send_value(m[2]), inv.extra.get("final") is True, False,
+                                             send_value(m), inv.extra.get("final") is True, False,
                                              self._n_assign.get(inv.process, 0)))
         self._open.clear()
         self._facts.close()

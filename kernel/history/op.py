@@ -140,6 +140,15 @@ def assigned_keys(op: Op) -> list[int]:
     return list(op.value) if op.is_client and op.f in KEY_FS else []
 
 
+def rebalanced_keys(op: Op) -> set[int]:
+    """Every key a completion's rebalance log names: revoked, assigned, or (Jepsen's) `keys`."""
+    out: set[int] = set()
+    for event in op.extra.get("rebalance-log") or ():
+        for name in ("revoked", "assigned", "keys"):
+            out.update(event.get(name) or ())
+    return out
+
+
 def fetched_commits(op: Op) -> dict[int, int]:
     """The committed offsets a poll fetched before reading: key → the next offset to read. Any
     completion may carry them (the fetch is a fact even when the poll's outcome is unknown)."""

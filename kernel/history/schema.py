@@ -106,7 +106,8 @@ def _rebalance_log(log: Any) -> None:
                 _key(k, f"rebalance-log[{i}].{name}[{j}]")
 
 
-def _send_value(m: list[Any]) -> Any:
+def send_value(m: list[Any]) -> Any:
+    """The value a send micro-op carries, in its invoke form (`['send', k, v]`) or ok form (`[o, v]`)."""
     return m[2][1] if isinstance(m[2], list) else m[2]
 
 
@@ -248,5 +249,5 @@ def check_completion(invoke: Op, done: Op) -> None:
     for i, (m, n) in enumerate(zip(a, b, strict=True)):
         if m[0] != n[0]:
             raise LineProblem(f"value[{i}] is {n[0]!r} but the invoke had {m[0]!r}")
-        if m[0] == "send" and (m[1] != n[1] or _send_value(m) != _send_value(n)):
-            raise LineProblem(f"value[{i}] sends {n[1]}:{_send_value(n)} but the invoke sent {m[1]}:{_send_value(m)}")
+        if m[0] == "send" and (m[1] != n[1] or send_value(m) != send_value(n)):
+            raise LineProblem(f"value[{i}] sends {n[1]}:{send_value(n)} but the invoke sent {m[1]}:{send_value(m)}")
