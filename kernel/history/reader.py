@@ -10,9 +10,11 @@ checks use it to decide whether a history can be judged at all, and how.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -21,6 +23,41 @@ from kernel.history.op import NEMESIS, Op, OpType
 from kernel.history.schema import LineProblem, check_completion, check_line
 
 _decode = msgspec.json.Decoder().decode
+_encode = msgspec.json.Encoder().encode
+
+
+class _Twice(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _refuse_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _Twice(k)
+        out[k] = v
+    return out
+
+
+def duplicate_key(raw: bytes, decoded: Any) -> str | None:
+    """The first key that appears twice in one object of the line, or None.
+
+    A JSON decoder keeps the last of two equal keys and drops the other without a word, so
+    `{"0": [[3, 7]], "0": [[4, 8]]}` would lose a poll's first records and the check would judge a
+    history that is not the file's. The common case costs one encode: a line that re-encodes to
+    itself byte for byte has exactly the keys its decoded value has, so none twice (the writer's
+    compact form always does). Any other line (spaces, escapes, another number format) is parsed
+    again by the standard library, which sees every key."""
+    if _encode(decoded) == raw.rstrip(b"\r\n"):
+        return None
+    try:
+        json.loads(raw, object_pairs_hook=_refuse_twice)
+    except _Twice as e:
+        return e.key
+    except (ValueError, RecursionError):  # msgspec accepted it; nothing more to learn here
+        return None
+    return None
 
 
 @dataclass
@@ -70,6 +107,10 @@ class _Reader:
                         return
                     reason = "nested too deeply" if isinstance(e, RecursionError) else f"not JSON ({e})"
                     raise self.bad(n, reason) from None
+                twice = duplicate_key(raw, d)
+                if twice is not None:
+                    raise self.bad(n, f"key {twice!r} appears twice in one object (a JSON reader would keep "
+                                      "only the last)")
                 try:
                     op = check_line(d)
                     self.pair(n, op)

@@ -48,12 +48,28 @@ def test_truncated_last_line_is_a_warning_and_makes_it_incomplete(tmp_path: Path
         ('{"index": 5, "process": 1, "type": "invoke", "f": "send", "value": []}', "lacks time"),
         ('{"index": 5, "time": 1, "process": 1, "type": "invoke", "f": "poll", "value": [["poll"]], '
          '"rebalance-log": [{"revoked": "a"}]}', r"rebalance-log\[0\]\.revoked must be a list of keys"),
+        ('{"index":5,"time":1,"process":1,"type":"invoke","type":"ok","f":"send","value":[]}',
+         "key 'type' appears twice"),
+        ('{"index": 2, "time": 3, "process": 0, "type": "invoke", "f": "poll", "value": [["poll"]]}\n'
+         '{"index":3,"time":4,"process":0,"type":"ok","f":"poll","value":[["poll",{"0":[[0,1]],"0":[[1,2]]}]]}',
+         "line 4: key '0' appears twice"),
     ],
 )
 def test_malformed_lines_are_errors_naming_the_line(tmp_path: Path, line: str, why: str) -> None:
     lines = [_good()[0], line, _good()[1]] if "not JSON" in why else [*_good(), line]
     with pytest.raises(HistoryError, match=why):
         scan(_write(tmp_path, lines))
+
+
+def test_equal_keys_in_different_objects_are_not_duplicates(tmp_path: Path) -> None:
+    """Only a key twice in the *same* object is refused; spaces and escapes take the careful path."""
+    lines = [*_good(), '{"index": 2, "time": 3, "process": 0, "type": "invoke", "f": "poll", "value": [["poll"]]}',
+             '{"index":3,"time":4,"process":0,"type":"ok","f":"poll","value":[["poll",{"0":[[0,1]],"1":[[0,2]]}]],'
+             '"error":"\\u00e9t\\u00e9"}',
+             '{ "index" : 4, "time": 5, "process": 0, "type": "invoke", "f": "poll", "value": [["poll"]]}',
+             '{"index":5,"time":6,"process":0,"type":"ok","f":"poll","value":[["poll",{"0":[[1,1]]}]]}']
+    v = scan(_write(tmp_path, lines))
+    assert v.client_ops == 6 and not v.incomplete
 
 
 def test_invoke_without_completion_is_a_warning(tmp_path: Path) -> None:
