@@ -101,7 +101,7 @@ def simulate_and_screen(spec_json: dict[str, Any], faults_json: list[dict[str, A
                              "schedule": [f.to_json() for f in faults], "recovered": out.recovered,
                              "drained": out.drained, "ops": out.ops, "sim_seconds": round(out.sim_seconds, 3)}
                    ).write_meta()
-        found = screen(d)
+        found = screen(d, idempotent=spec.idempotence)
         if not (out.recovered and out.drained):  # liveness: after the heal every partition must get a
             found["not-recovered"] = 1  # leader and a full ISR and the drain must finish, in simulated time
     except BaseException:

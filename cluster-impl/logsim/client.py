@@ -12,7 +12,12 @@ tell apart):
   partition's records carry consecutive sequence numbers, and a batch is retried unchanged (same
   sequence) after a retriable error or an unanswered request, until the delivery timeout. The
   outcome is `ok` with the offset, `fail` only when no attempt can have been written (every
-  answer was a refusal), and `info` otherwise (an attempt went unanswered, or a late error).
+  attempt was refused before the broker's append), and `info` otherwise (an attempt went
+  unanswered, or its error may come after the append). NOT_LEADER_OR_FOLLOWER is such an error: a
+  leader that appended, then lost leadership while the request waited for its ISR, answers it
+  (Kafka's DelayedProduce does too), and the records may survive on the new leader — so, as for
+  librdkafka and the Java client, it is retried but never proof that nothing was written. With
+  acks=0 nothing is answered and the outcome is `info`.
 - Consumer (assign mode): retained keys keep their position, new keys start at the log start;
   a poll long-polls the leaders (Fetch, no session) until records come or the poll timeout
   passes; OFFSET_OUT_OF_RANGE resets to the earliest offset (auto.offset.reset=earliest).
@@ -40,10 +45,13 @@ from logsim.network import CONTROL, SimNetwork
 
 PORT = 9092
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, INIT_PID = 0, 1, 2, 3, 22
-#: errors after which a produce attempt was certainly not written and may be retried
-REFUSED = {3, 5, 6, 19, 74}  # unknown partition, leader not available, not leader, not enough replicas, fenced
+#: errors a broker gives only before it appends: the attempt was certainly not written, retry it
+REFUSED = {3, 5, 19, 74}  # unknown partition, leader not available, not enough replicas, fenced leader epoch
 #: errors after which an attempt may have been written, and retrying is still safe (idempotence)
 RETRY_MAYBE = {7, 20}  # request timed out (after the append), not enough replicas after append
+#: NOT_LEADER_OR_FOLLOWER: before the append (a stale view), or after it (leadership moved while the
+#: request waited for its ISR); the client cannot tell which, so it refreshes metadata and retries
+NOT_LEADER = 6
 DEFINITE = {10, 2, 87, 21}  # message too large, corrupt, invalid record, invalid required acks
 
 
@@ -128,13 +136,16 @@ class SimKafkaClient:
         return self.net.loop
 
     async def call(self, node: str, api_key: int, version: int, req: Any, timeout: float | None = None) -> Any:
-        """One request to `node`; its response body. ConnectionError or ClientTimeout otherwise."""
+        """One request to `node`; its response body (None for an acks=0 produce, which the broker
+        never answers). ConnectionError or ClientTimeout otherwise."""
         try:
             got = await self.net.request(self.host, node, PORT, api_key, version, req,
                                          timeout or self.request_timeout_s)
         except TimeoutError:
             raise ClientTimeout(f"{node}: no answer in {timeout or self.request_timeout_s:g} s") from None
         if got is None:
+            if api_key == PRODUCE and self.acks == 0:
+                return None
             raise ConnectionError(f"{node}: no response")
         return got[1]
 
@@ -248,7 +259,8 @@ class SimKafkaClient:
             if err == 0:
                 return "ok", int(r["base_offset"]), None
             last = f"error {err}"
-            if err in REFUSED:
+            if err in REFUSED or err == NOT_LEADER:
+                maybe_written = maybe_written or err == NOT_LEADER
                 stale = True
                 await asyncio.sleep(0.1)
                 continue

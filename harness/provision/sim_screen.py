@@ -4,27 +4,32 @@
 simulation. The screen reads the history through the kernel's one reader and the replica dumps, and
 names what it finds, by the checks' names and definitions (`results/anomalies.py`), for the subset
 that says "data was lost or diverged": `lost-write`, `inconsistent-offsets`, `duplicate`,
-`unexpected`, and `unseen` (after a complete drain). A screened failure is then confirmed by the
+`unexpected`, `unseen` (after a complete drain), and `G1a` (a send reported as failed was read: the
+client or the broker called a write a failure that happened). A screened failure is then confirmed by the
 real check (Spark) on the saved run; the screen never decides a verdict on its own.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from kernel.history import OpType, read_ops, reads, writes
 
 
-def screen(run_dir: Path) -> dict[str, int]:
-    """anomaly name -> count (empty when the screen finds nothing)."""
+def screen(run_dir: Path, *, idempotent: bool = True) -> dict[str, int]:
+    """anomaly name -> count (empty when the screen finds nothing). Without idempotent producers a
+    retried send may be written twice, so `duplicate` is not looked for (the checker does not count
+    it as bad then either)."""
     acked: dict[tuple[int, int], int] = {}  # (key, offset) -> value, acknowledged sends
     sent: set[int] = set()
+    failed: set[tuple[int, int]] = set()  # (key, value) of sends that definitely failed
     seen: dict[tuple[int, int], set[int]] = defaultdict(set)  # (key, offset) -> values read
     offsets_of: dict[int, set[tuple[int, int]]] = defaultdict(set)  # value -> (key, offset) observed
     max_read: dict[int, int] = {}
     read_values: set[int] = set()
+    times_read: Counter[tuple[int, int]] = Counter()  # (key, value) -> reads: G1a once every fail is known
     drained = False
     out: dict[str, int] = defaultdict(int)
     for op in read_ops(run_dir / "history.jsonl"):
@@ -35,6 +40,8 @@ def screen(run_dir: Path) -> dict[str, int]:
             continue
         if op.final and op.type is OpType.OK:
             drained = True
+        if op.type is OpType.FAIL:
+            failed.update((w.key, w.value) for w in writes(op))
         if op.type is OpType.OK:
             for w in writes(op):
                 if w.offset is not None:
@@ -42,6 +49,7 @@ def screen(run_dir: Path) -> dict[str, int]:
                         out["inconsistent-offsets"] += 1
                     offsets_of[w.value].add((w.key, w.offset))
             for r in reads(op):
+                times_read[(r.key, r.value)] += 1
                 seen[(r.key, r.offset)].add(r.value)
                 offsets_of[r.value].add((r.key, r.offset))
                 read_values.add(r.value)
@@ -50,6 +58,7 @@ def screen(run_dir: Path) -> dict[str, int]:
         if len(values | ({acked[(key, offset)]} if (key, offset) in acked else set())) > 1:
             out["inconsistent-offsets"] += 1
         out["unexpected"] += len(values - sent)
+    out["G1a"] += sum(times_read[kv] for kv in failed)
     for (key, offset), value in acked.items():
         if value in read_values:
             continue
@@ -57,7 +66,8 @@ def screen(run_dir: Path) -> dict[str, int]:
             out["lost-write"] += 1
         elif drained:
             out["unseen"] += 1
-    out["duplicate"] += sum(1 for places in offsets_of.values() if len(places) > 1)
+    if idempotent:
+        out["duplicate"] += sum(1 for places in offsets_of.values() if len(places) > 1)
     out["inconsistent-offsets"] += _replica_divergence(run_dir, acked, seen)
     return {k: v for k, v in sorted(out.items()) if v}
 

@@ -71,3 +71,22 @@ def test_spark_finds_what_the_screen_does_not_look_for(tmp_path: Path) -> None:
     assert screen(Path(sim.run_dir)) == {}
     [bad] = spark_judge([sim.run_dir])
     assert "int-nonmonotonic-poll" in bad, bad
+
+
+#: what the screen looks for (harness/provision/sim_screen.py)
+SCREENED = {"lost-write", "inconsistent-offsets", "duplicate", "unexpected", "unseen", "G1a"}
+CORPUS = Path(__file__).resolve().parents[1] / "checks" / "corpus"
+
+
+def test_the_screen_finds_its_anomalies_in_the_corpus_and_not_in_their_near_misses() -> None:
+    """Each corpus history named for an anomaly the screen looks for is flagged with it; the near
+    misses of those anomalies are not (a failed send reported `info` and then read is not G1a)."""
+    def screened(run: Path) -> dict[str, int]:
+        meta = run / "test.json"
+        cfg = json.loads(meta.read_text()).get("config", {}) if meta.is_file() else {}
+        return screen(run, idempotent=cfg.get("idempotence", True) is not False)
+
+    for name in sorted(SCREENED):
+        assert name in screened(CORPUS / name), name
+        for near in sorted(CORPUS.glob(f"near-{name}*")):
+            assert name not in screened(near), near.name
