@@ -88,6 +88,13 @@ def lift(nem: SimNemesis, steps: Steps, done: dict[str, Any], names: tuple[str, 
             steps.stop(sid, "stop-partition", {"kind": c["kind"], "healed": sorted(c["grudge"])})
 
 
+def restart(nem: SimNemesis, steps: Steps, sid: str, names: list[str], kind: str = "one") -> None:
+    """Start the killed `names` again, in order, and close their kill step `sid`."""
+    for name in names:
+        nem.c.nodes[name].start()
+    steps.stop(sid, "stop-kill", {"kind": kind, "restarted": list(names)})
+
+
 # --- waits on the metadata -----------------------------------------------------------------------
 async def wait_for(probe: Callable[[], T | None], timeout_s: float) -> T | None:
     waited = 0.0
@@ -197,8 +204,7 @@ def stop_double_failover(nem: SimNemesis, f: PlannedFault, started: dict[str, An
     for step in ("kill-next", "kill-first"):  # the last one down comes back first
         if step in done:
             sid, name = done[step]
-            nem.c.nodes[name].start()
-            steps.stop(sid, "stop-kill", {"kind": "one", "restarted": [name]})
+            restart(nem, steps, sid, [name])
 
 
 # --- lagging follower ----------------------------------------------------------------------------
@@ -254,9 +260,7 @@ def stop_lagging_follower(nem: SimNemesis, f: PlannedFault, started: dict[str, A
             nem.c.nodes[names[0]].resume()
             steps.stop(sid, "stop-pause", {"kind": "one", "node": names[0], "process": "broker"})
         else:
-            for name in names:
-                nem.c.nodes[name].start()
-            steps.stop(sid, "stop-kill", {"kind": "isr" if f.kind == "kill-isr" else "one", "restarted": list(names)})
+            restart(nem, steps, sid, names, "isr" if f.kind == "kill-isr" else "one")
 
 
 # --- stale orders --------------------------------------------------------------------------------
@@ -281,9 +285,8 @@ async def stale_orders(nem: SimNemesis, f: PlannedFault, out: dict[str, Any]) ->
     sid = steps.start("start-kill", {"kind": "one", "nodes": [a]})
     out["steps"]["down"] = (sid, [a])  # a heal before the restart below restarts it and closes the step
     out["reelected"] = await wait_for(lambda: _leader_other_than(nem, key, {a}), timeout)
-    c.nodes[a].start()
+    restart(nem, steps, sid, [a])
     del out["steps"]["down"]
-    steps.stop(sid, "stop-kill", {"kind": "one", "restarted": [a]})
     iso = zk_cut(nem, ctrl)
     out["steps"]["isolate"] = (steps.start("start-partition", iso), iso)
     out["new_controller"] = await wait_for(
@@ -298,9 +301,7 @@ def stop_stale_orders(nem: SimNemesis, f: PlannedFault, started: dict[str, Any])
     lift(nem, steps, done, ("cut", "isolate"))
     if "down" in done:  # healed while the killed leader was still down
         sid, names = done.pop("down")
-        for name in names:
-            nem.c.nodes[name].start()
-        steps.stop(sid, "stop-kill", {"kind": "one", "restarted": list(names)})
+        restart(nem, steps, sid, names)
 
 
 COMPOSITIONS = {"double-failover": (double_failover, stop_double_failover),
