@@ -21,6 +21,7 @@ import os
 import random
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -184,6 +185,9 @@ def main() -> int:
     ap.add_argument("--separate", type=int, default=None,
                     help="how many of them to check as separate processes (default: all; the rest is extrapolated)")
     args = ap.parse_args()
+    # `timeout`, a CI's cancel and `kill` stop with SIGTERM: unwind as Ctrl-C does, so the generated
+    # histories and the check's working files in the temporary directory are removed
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
     from results.check import check_run
     from results.spark import get_spark
 
