@@ -2,8 +2,8 @@
 
 The checks do not parse history JSON in Spark: the strict reader's pass writes typed columns for
 them (`kernel.history.columns`). What reads `history.jsonl` with Spark directly — `results.analyze`,
-counting ops across a store — uses `OP_SCHEMA` (top-level fields; `value` kept as raw JSON text, since
-a value mixes types no Spark schema holds), and `file_path` to tell the files of one read apart.
+counting ops across a store — uses `OP_SCHEMA` (the top-level fields it counts by; never `value`, which
+mixes types no Spark schema holds), and `file_path` to tell the files of one read apart.
 """
 
 from __future__ import annotations
@@ -12,22 +12,14 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-REBALANCE = T.ArrayType(
-    T.StructType(
-        [T.StructField(name, T.ArrayType(T.LongType())) for name in ("revoked", "assigned", "keys")]
-    )
-)
+#: the fields `results.analyze` counts by; JSON parsing in the JVM skips what a schema leaves out
 OP_SCHEMA = T.StructType(
     [
         T.StructField("index", T.LongType()),
         T.StructField("time", T.LongType()),
         T.StructField("process", T.StringType()),
         T.StructField("type", T.StringType()),
-        T.StructField("f", T.StringType()),
-        T.StructField("value", T.StringType()),
         T.StructField("final", T.BooleanType()),
-        T.StructField("fault", T.StringType()),
-        T.StructField("rebalance-log", REBALANCE),
     ]
 )
 
