@@ -78,6 +78,16 @@ def _ex(*cols: str) -> str:
     return "to_json(named_struct(" + ", ".join(parts) + "))"
 
 
+def _differing(by: str, col: str, where: str) -> str:
+    """The rows (matching `where`) of the (run, key, `by`) groups in which `col` takes more than one
+    value. Found with min and max over a window: plain aggregates that spill, on data already
+    partitioned by (run, key), so only the few groups found are gathered into sets. A `collect_set`
+    over every group instead keeps an object per group and, past a few hundred groups, sorts and
+    spills them; merging its spill files ran a 32-run batch out of heap (1 MB of buffer per file)."""
+    return (f"SELECT * FROM (SELECT *, min({col}) OVER w <> max({col}) OVER w AS differs FROM {{t}} WHERE {where} "
+            f"WINDOW w AS (PARTITION BY run, key, {by})) WHERE differs")
+
+
 NEVER_POLLED = "kind = 'send' AND type = 'ok' AND idx IS NOT NULL AND NOT polled"
 LOST = "idx < max_read_idx"
 PER_KEY = "unseen/per-key"
@@ -150,20 +160,18 @@ GROUPS: list[Group] = [
         SELECT run, key, `offset`, array_sort(collect_set(value)) AS `values`,
           slice(array_sort(collect_set(CASE WHEN kind = 'replica' THEN concat('replica:', process)
                                        ELSE concat(kind, '@', CAST(index AS STRING)) END)), 1, 6) AS seen_by
-        FROM {{t}} WHERE kind IN ('send', 'poll', 'replica') AND `offset` IS NOT NULL
-        GROUP BY run, key, `offset`)
-      WHERE size(`values`) > 1"""),
+        FROM ({_differing('`offset`', 'value', "kind IN ('send', 'poll', 'replica') AND `offset` IS NOT NULL")})
+        GROUP BY run, key, `offset`)"""),
     Group(("divergent-replicas",), f"""
       SELECT run, 'divergent-replicas', {_ex('key', '`offset`', 'replicas')} FROM (
-        SELECT run, key, `offset`, count(DISTINCT value) AS distinct_values,
+        SELECT run, key, `offset`,
           array_sort(collect_set(named_struct('node', process, 'value', value, 'epoch', epoch))) AS replicas
-        FROM {{t}} WHERE kind = 'replica' GROUP BY run, key, `offset`)
-      WHERE distinct_values > 1"""),
+        FROM ({_differing('`offset`', 'value', "kind = 'replica'")}) GROUP BY run, key, `offset`)"""),
     Group(("duplicate",), f"""
       SELECT run, 'duplicate', {_ex('key', 'value', 'offsets')} FROM (
         SELECT run, key, value, array_sort(collect_set(`offset`)) AS offsets
-        FROM {{t}} WHERE kind IN ('send', 'poll') AND `offset` IS NOT NULL GROUP BY run, key, value)
-      WHERE size(offsets) > 1"""),
+        FROM ({_differing('value', '`offset`', "kind IN ('send', 'poll') AND `offset` IS NOT NULL")})
+        GROUP BY run, key, value)"""),
     Group(("unexpected", "G1a"), f"""
       SELECT run, 'unexpected', {_ex('key', '`offset`', 'value', 'process', 'index')}
       FROM {{t}} WHERE kind = 'poll' AND NOT sent

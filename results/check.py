@@ -197,10 +197,13 @@ def _collect(spark: Any, queries: list[str]) -> dict[int, dict[str, dict[str, An
     if not queries:
         return {}
     union = "\nUNION ALL\n".join(queries)
+    # examples: the first few of each (run, type) in text order — bounded before they are gathered
+    # (an anomaly type may have hundreds of thousands of rows) and the same on every check
     rows = spark.sql(f"""
         SELECT run, type, count(*) AS n,
-          CASE WHEN type = '{PER_KEY}' THEN collect_list(ex) ELSE slice(collect_list(ex), 1, {EXAMPLES}) END AS ex
-        FROM ({union}) GROUP BY run, type""").collect()
+          array_sort(collect_list(CASE WHEN nth <= {EXAMPLES} OR type = '{PER_KEY}' THEN ex END)) AS ex
+        FROM (SELECT run, type, ex, row_number() OVER (PARTITION BY run, type ORDER BY ex) AS nth FROM ({union}))
+        GROUP BY run, type""").collect()
     out: dict[int, dict[str, dict[str, Any]]] = {}
     for r in rows:
         out.setdefault(int(r["run"]), {})[r["type"]] = {
@@ -213,6 +216,7 @@ def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[int, dict[str, dic
     crashing checker is named and reported "unknown" while the others still count (STYLE.md 7: a
     crash is never a pass)."""
     from results.anomalies import CHECKERS, GROUPS, PER_KEY, group_sql
+    from results.spark import jvm_alive, jvm_died
 
     spark = fr.facts.sparkSession
     view = f"chaos_facts_{next(_views)}"
@@ -221,7 +225,9 @@ def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[int, dict[str, dic
     try:
         try:
             found = _collect(spark, [group_sql(g, view) for g in GROUPS])
-        except Exception:
+        except Exception as e:
+            if not jvm_alive(spark):  # nothing more can run: say so, do not blame every checker
+                raise EnvironmentProblem(jvm_died(e)) from None
             log.warning("the combined check job failed; running checkers group by group to find the culprit")
             found = {}
             for g in GROUPS:
@@ -234,7 +240,8 @@ def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[int, dict[str, dic
                     warnings.append(f"checker {', '.join(names)} crashed: {type(e).__name__}: "
                                     f"{str(e).splitlines()[0][:200]}")
     finally:
-        spark.catalog.dropTempView(view)
+        if jvm_alive(spark):  # a dead JVM's refused connection would hide why it died
+            spark.catalog.dropTempView(view)
     out: dict[int, dict[str, dict[str, Any]]] = {}
     for run, types in found.items():
         per_key = types.pop(PER_KEY, None)

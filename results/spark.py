@@ -26,6 +26,30 @@ _master: str | None = None
 SMALL_BYTES = 32 << 20
 
 
+def driver_memory() -> str:
+    """The driver JVM's heap: `$CHAOS_SPARK_DRIVER_MEMORY`, else 1400m."""
+    return os.environ.get("CHAOS_SPARK_DRIVER_MEMORY", "1400m")
+
+
+def jvm_alive(spark: Any) -> bool:
+    """Whether the session's JVM still answers. An OutOfMemoryError in a task kills the whole driver
+    JVM in local mode, and every later call fails with a refused connection that names nothing."""
+    try:
+        spark.sparkContext._jvm.java.lang.System.nanoTime()
+    except Exception:
+        return False
+    return True
+
+
+def jvm_died(cause: BaseException) -> str:
+    """The sentence for a check whose driver JVM died under it (`cause`: the first error seen)."""
+    text = str(cause)
+    why = "it ran out of heap (java.lang.OutOfMemoryError)" if "OutOfMemoryError" in text else \
+        f"{type(cause).__name__}: {text.splitlines()[0][:160] if text else ''}"
+    return (f"the Spark driver JVM died during the check: {why}; give it more heap (CHAOS_SPARK_DRIVER_MEMORY, "
+            f"now {driver_memory()}) or check fewer runs at once; nothing was judged")
+
+
 def get_spark(master: str | None = None, expected_bytes: int | None = None) -> Any:
     """The process's SparkSession (created on first use); `master` defaults to local[*].
     `expected_bytes`: how much history this process is about to check (sets the JIT, see above)."""
@@ -67,7 +91,7 @@ def get_spark(master: str | None = None, expected_bytes: int | None = None) -> A
             .config("spark.sql.adaptive.enabled", "false" if want.startswith("local") else "true")
             # a 1.4 GB heap keeps the driver JVM under 2 GB resident on a 10^7-op history (1.81 GB
             # measured; with 2 GB of heap it reached 2.42 GB at the same speed: Spark spills its sorts)
-            .config("spark.driver.memory", os.environ.get("CHAOS_SPARK_DRIVER_MEMORY", "1400m"))
+            .config("spark.driver.memory", driver_memory())
             .config("spark.sql.ansi.enabled", "false")
             # perf/latency.parquet is one row per op: move it to pandas as Arrow batches, not pickled rows
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")

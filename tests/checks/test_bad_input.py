@@ -140,3 +140,41 @@ def test_replica_dumps_stay_with_their_run_when_an_earlier_path_is_not_judged(sp
     assert not isinstance(got[0], CheckResult) and isinstance(got[1], CheckResult) and got[1].valid == "unknown"
     assert isinstance(got[2], CheckResult) and got[2].valid is True, got[2].anomalies
     assert isinstance(got[3], CheckResult) and "divergent-replicas" in got[3].anomalies, got[3].anomalies
+
+
+KILL_JVM_THEN_CHECK = """
+import sys
+import results.check as check
+
+judge = check._collect
+
+
+def killed_first(spark, queries):
+    proc = spark.sparkContext._gateway.proc  # the driver JVM, as an OutOfMemoryError takes it down
+    proc.kill()
+    proc.wait()
+    return judge(spark, queries)
+
+
+check._collect = killed_first
+from harness.cli import main
+
+sys.exit(main(["check", sys.argv[1]]))
+"""
+
+
+def test_a_driver_jvm_that_dies_mid_check_is_named_not_a_harness_bug(tmp_path: Path) -> None:
+    """A task's OutOfMemoryError kills the driver JVM in local mode. The check then saw only refused
+    connections, reported an internal error (exit 7) and hid the cause; now it says the JVM died and
+    what to change, as an environment problem (exit 6), and judges nothing."""
+    import shutil
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "corpus" / "valid-basic", run)
+    out = subprocess.run([sys.executable, "-c", KILL_JVM_THEN_CHECK, str(run)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 6, out.stderr[-3000:]
+    assert "the Spark driver JVM died during the check" in out.stderr and "CHAOS_SPARK_DRIVER_MEMORY" in out.stderr
+    assert "internal error" not in out.stderr and not (run / "results.json").exists()
