@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kernel.errors import EXIT_INTERNAL, EXIT_UNKNOWN, ChaosError, Interrupted, UsageError
+from kernel.errors import EXIT_INTERNAL, EXIT_UNKNOWN, ChaosError, EnvironmentProblem, Interrupted, UsageError
 from kernel.names import check_name
 from kernel.spec import FIELDS, RunSpec, build_spec, load_toml
 
@@ -301,6 +301,9 @@ def _judge_all(night: Night, pending: list[tuple[Entry, Any]], master: str | Non
     for checker, entries in by_checker.items():
         try:
             verdicts = checker.check_many([e.run_dir for e in entries])
+        except EnvironmentProblem as e:  # this machine cannot check (the JVM died): no run can be
+            say(f"the check of {len(entries)} run(s) failed: {e}")  # judged one by one either
+            verdicts = [e] * len(entries)
         except Exception as e:  # the batch failed as a whole: judge each run on its own, so one bad run
             say(f"the check of {len(entries)} run(s) as one job failed ({type(e).__name__}: {e}); "
                 "checking them one by one")  # ... costs only its own verdict

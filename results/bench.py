@@ -101,15 +101,20 @@ def timed_process(cmd: list[str], timeout: float = 3600) -> dict[str, object]:
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     peak = 0.0
-    while proc.poll() is None:
-        try:
-            status = Path(f"/proc/{proc.pid}/status").read_text()
-            peak = max(peak, _hwm_mb(status) + _children_hwm(proc.pid))
-        except OSError:
-            pass
-        if time.perf_counter() - t > timeout:
-            proc.kill()
-        time.sleep(0.1)
+    try:
+        while proc.poll() is None:
+            try:
+                status = Path(f"/proc/{proc.pid}/status").read_text()
+                peak = max(peak, _hwm_mb(status) + _children_hwm(proc.pid))
+            except OSError:
+                pass
+            if time.perf_counter() - t > timeout:
+                proc.kill()
+            time.sleep(0.1)
+    finally:
+        if proc.poll() is None:  # the benchmark was stopped: stop the check it timed too (it cleans up)
+            proc.terminate()
+            proc.wait()
     out = proc.stdout.read() if proc.stdout else ""
     return {"wall_s": round(time.perf_counter() - t, 2), "exit": proc.returncode, "peak_mb": round(peak, 1),
             "stdout_tail": out[-300:]}

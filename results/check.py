@@ -216,7 +216,7 @@ def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[int, dict[str, dic
     crashing checker is named and reported "unknown" while the others still count (STYLE.md 7: a
     crash is never a pass)."""
     from results.anomalies import CHECKERS, GROUPS, PER_KEY, group_sql
-    from results.spark import jvm_alive, jvm_died
+    from results.spark import jvm_alive, jvm_died, jvm_fatal
 
     spark = fr.facts.sparkSession
     view = f"chaos_facts_{next(_views)}"
@@ -226,7 +226,7 @@ def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[int, dict[str, dic
         try:
             found = _collect(spark, [group_sql(g, view) for g in GROUPS])
         except Exception as e:
-            if not jvm_alive(spark):  # nothing more can run: say so, do not blame every checker
+            if jvm_fatal(spark, e):  # nothing more can run: say so, do not blame every checker
                 raise EnvironmentProblem(jvm_died(e)) from None
             log.warning("the combined check job failed; running checkers group by group to find the culprit")
             found = {}
@@ -235,6 +235,8 @@ def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[int, dict[str, dic
                     for run, types in _collect(spark, [group_sql(g, view)]).items():
                         found.setdefault(run, {}).update(types)
                 except Exception as e:
+                    if jvm_fatal(spark, e):
+                        raise EnvironmentProblem(jvm_died(e)) from None
                     names = [t for t in g.types if t != PER_KEY]
                     crashed.extend(names)
                     warnings.append(f"checker {', '.join(names)} crashed: {type(e).__name__}: "

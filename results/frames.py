@@ -44,8 +44,12 @@ REPLICA_SCHEMA = T.StructType(
         T.StructField("partition", T.LongType()),
     ]
 )
-#: bytes of history per partition of the keyed table: tiny inputs stay in one partition
-BYTES_PER_PARTITION = 64 << 20
+#: bytes of input (histories and replica dumps) per partition of the keyed table: tiny inputs stay in
+#: one partition. Each window of the checks sorts a whole partition; with 2 partitions for 32
+#: sim-search runs (110 MB of histories, 105 MB of dumps) the sorts spilled over and over, and
+#: merging their spill files (a 1-2 MB buffer each, outside Spark's managed memory) ran the 1.4 GB
+#: driver out of heap. At 32 MB a partition that batch takes 7 and passes in about a minute.
+BYTES_PER_PARTITION = 32 << 20
 #: below this many bytes of history, Spark evaluates expressions without generating code: compiling
 #: a check's generated classes (Janino, then the JIT on them) costs seconds — more than interpreting
 #: a small input, and most of a fresh process's first check
@@ -68,7 +72,7 @@ _views = itertools.count()
 
 
 def partitions_for(spark: Any, nbytes: int) -> int:
-    most = max(1, int(spark.sparkContext.defaultParallelism) * 2)
+    most = max(1, int(spark.sparkContext.defaultParallelism) * 4)
     return max(1, min(most, nbytes // BYTES_PER_PARTITION + 1))
 
 
@@ -94,7 +98,8 @@ def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[t
     files = [str(c.facts.resolve()) for c in columns]
     if nbytes is None:
         nbytes = sum(Path(f).stat().st_size for f in files)
-    parts = partitions_for(spark, nbytes)
+    dumps = [f for _, d in replicas if d is not None and d.is_dir() for f in sorted(d.glob("*/*.jsonl"))]
+    parts = partitions_for(spark, nbytes + sum(f.stat().st_size for f in dumps))
     spark.conf.set("spark.sql.shuffle.partitions", str(parts))
     on_disk = sum(Path(f).stat().st_size for f in files)
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(max(1 << 20, on_disk // max(1, parts) + 1)))

@@ -17,6 +17,8 @@ import os
 import threading
 from typing import Any
 
+from kernel.errors import EnvironmentProblem
+
 _lock = threading.Lock()
 _session: Any = None
 _master: str | None = None
@@ -41,13 +43,20 @@ def jvm_alive(spark: Any) -> bool:
     return True
 
 
+def jvm_fatal(spark: Any, cause: BaseException) -> bool:
+    """Whether `cause` (an error of a Spark call) means the driver JVM is gone or going: it no longer
+    answers, or a task hit OutOfMemoryError (in local mode the JVM then exits a moment later, so
+    asking it at once may still get an answer)."""
+    return "OutOfMemoryError" in str(cause) or not jvm_alive(spark)
+
+
 def jvm_died(cause: BaseException) -> str:
     """The sentence for a check whose driver JVM died under it (`cause`: the first error seen)."""
     text = str(cause)
     why = "it ran out of heap (java.lang.OutOfMemoryError)" if "OutOfMemoryError" in text else \
         f"{type(cause).__name__}: {text.splitlines()[0][:160] if text else ''}"
     return (f"the Spark driver JVM died during the check: {why}; give it more heap (CHAOS_SPARK_DRIVER_MEMORY, "
-            f"now {driver_memory()}) or check fewer runs at once; nothing was judged")
+            f"{driver_memory()} when this process started it) or check fewer runs at once; nothing was judged")
 
 
 def get_spark(master: str | None = None, expected_bytes: int | None = None) -> Any:
@@ -56,6 +65,11 @@ def get_spark(master: str | None = None, expected_bytes: int | None = None) -> A
     global _session, _master
     want = master or os.environ.get("CHAOS_SPARK_MASTER") or "local[*]"
     with _lock:
+        if _session is not None and not jvm_alive(_session):
+            # pyspark cannot start a second driver JVM in this process: say so, do not fail later
+            # with a refused connection that names nothing
+            raise EnvironmentProblem("the Spark driver JVM of this process died earlier (see above); "
+                                     "start the command again to check with a new one")
         if _session is not None and _master == want:
             return _session
         if _session is not None:

@@ -41,21 +41,24 @@ def _refuse_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def duplicate_key(raw: bytes, decoded: Any) -> str | None:
-    """The first key that appears twice in one object of the line, or None.
+    """Why the line's keys cannot be trusted — a key twice in one object — or None.
 
     A JSON decoder keeps the last of two equal keys and drops the other without a word, so
     `{"0": [[3, 7]], "0": [[4, 8]]}` would lose a poll's first records and the check would judge a
     history that is not the file's. The common case costs one encode: a line that re-encodes to
     itself byte for byte has exactly the keys its decoded value has, so none twice (the writer's
-    compact form always does). Any other line (spaces, escapes, another number format) is parsed
-    again by the standard library, which sees every key."""
+    compact lines do, unless they hold escaped non-ASCII text or exponent numbers). Any other line
+    (spaces, escapes, another number format) is parsed again by the standard library, which sees
+    every key; one nested too deeply for it is refused too (its keys cannot be checked)."""
     if _encode(decoded) == raw.rstrip(b"\r\n"):
         return None
     try:
         json.loads(raw, object_pairs_hook=_refuse_twice)
     except _Twice as e:
-        return e.key
-    except (ValueError, RecursionError):  # msgspec accepted it; nothing more to learn here
+        return f"key {e.key!r} appears twice in one object (a JSON reader would keep only the last)"
+    except RecursionError:
+        return "nested too deeply to check that no key appears twice in one object"
+    except ValueError:  # msgspec accepted it; nothing more to learn here
         return None
     return None
 
@@ -109,8 +112,7 @@ class _Reader:
                     raise self.bad(n, reason) from None
                 twice = duplicate_key(raw, d)
                 if twice is not None:
-                    raise self.bad(n, f"key {twice!r} appears twice in one object (a JSON reader would keep "
-                                      "only the last)")
+                    raise self.bad(n, twice)
                 try:
                     op = check_line(d)
                     self.pair(n, op)

@@ -178,3 +178,28 @@ def test_a_driver_jvm_that_dies_mid_check_is_named_not_a_harness_bug(tmp_path: P
     assert out.returncode == 6, out.stderr[-3000:]
     assert "the Spark driver JVM died during the check" in out.stderr and "CHAOS_SPARK_DRIVER_MEMORY" in out.stderr
     assert "internal error" not in out.stderr and not (run / "results.json").exists()
+
+
+def test_a_process_whose_driver_jvm_died_says_so_when_asked_for_spark_again() -> None:
+    """After the JVM died (a nightly checks again run by run), asking for the session is an
+    environment problem, not a session whose every call fails with a refused connection."""
+    import subprocess
+    import sys
+
+    script = """
+import sys
+from kernel.errors import EnvironmentProblem
+from results.spark import get_spark
+
+proc = get_spark("local[1]").sparkContext._gateway.proc
+proc.kill()
+proc.wait()
+try:
+    get_spark("local[1]")
+except EnvironmentProblem as e:
+    print(e)
+    sys.exit(0)
+sys.exit(1)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "the Spark driver JVM of this process died" in out.stdout, out.stderr[-2000:]
