@@ -42,6 +42,7 @@ from logbroker.log.validate import _varint
 from logbroker.protocol.apis import make_message
 
 from logsim.network import CONTROL, SimNetwork
+from logsim.node import EPOCH_MS
 
 PORT = 9092
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, INIT_PID = 0, 1, 2, 3, 22
@@ -203,8 +204,9 @@ class SimKafkaClient:
                                       producer_id=self.pid if self.idempotent else -1,
                                       producer_epoch=self.pid_epoch if self.idempotent else -1,
                                       base_sequence=seq if self.idempotent else -1, batch_size=1 << 20)
-        for i, v in enumerate(values):
-            b.append(i, timestamp=None, key=None, value=str(v).encode(), headers=[])
+        now_ms = EPOCH_MS + int(self.loop.time() * 1000)  # the control host's wall clock, simulated: with
+        for i, v in enumerate(values):  # timestamp=None kafka-python reads the real one, and the logs differ
+            b.append(i, timestamp=now_ms, key=None, value=str(v).encode(), headers=[])
         return bytes(b.build())
 
     async def send_many(self, sends: list[tuple[int, int]]) -> list[tuple[str, Any, str | None]]:

@@ -1,5 +1,5 @@
-"""Exact replay: a seed's simulated history is the same bytes in another process, under another hash
-seed — for clean seeds and for a seed that a bug switch makes fail."""
+"""Exact replay: a seed's simulated history and replica logs are the same bytes in another process,
+under another hash seed — for clean seeds and for a seed that a bug switch makes fail."""
 
 from __future__ import annotations
 
@@ -50,6 +50,8 @@ def test_a_seed_replays_byte_for_byte_across_processes(tmp_path: Path, seed: int
     assert first.count(b"\n") > 1000  # a real workload ran
     assert b'"process":"nemesis"' in first  # and faults
     assert first == second
+    dumps = sorted(f.relative_to(tmp_path / "a") for f in (tmp_path / "a" / "replicas").rglob("*.jsonl"))
+    assert dumps and all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in dumps)
     found = screen(tmp_path / "a")
     assert bool(found) is fails, found
     if fails:
