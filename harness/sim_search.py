@@ -4,7 +4,8 @@ schedule, and save the smallest failing run as a normal run directory with its c
 - Seeds `first, first+1, ...` are simulated by a pool of worker processes (one per core by
   default), each into a scratch run directory, and screened there at once (`sim_screen.py`: plain
   Python, for loss and divergence), so an obvious failure stops the search within seconds.
-- Every `check_batch` seeds, the batch's run directories are judged by the real checker as one
+- Every `check_batch` seeds (sooner when their histories and replica dumps reach `BATCH_BYTES`),
+  the batch's run directories are judged by the real checker as one
   Spark job keyed by run (`results.check.check_runs`, on the parent's one warm session): every
   anomaly the checks know, not only the screen's subset, so a seed the screen passes but the
   checks call invalid is found too. The batch is also checked when the screen finds a seed, so a
@@ -113,6 +114,17 @@ def simulate_and_screen(spec_json: dict[str, Any], faults_json: list[dict[str, A
                      str(d) if keep_in is not None else None)
 
 
+#: a batch is judged once its histories and replica dumps reach this size, whatever --check-batch
+#: says: 32 runs of 60 s at --rate 100 are 215 MB, more than one 1.4 GB driver checks safely at
+#: once (its sorts spill over and over; measured at 2 partitions: out of heap every time)
+BATCH_BYTES = 128 << 20
+
+
+def _run_bytes(run_dir: Path) -> int:
+    files = [run_dir / "history.jsonl", *run_dir.glob("replicas/*/*.jsonl")]
+    return sum(f.stat().st_size for f in files if f.is_file())
+
+
 def spark_judge(run_dirs: list[str], spark_master: str | None = None,
                 say: Callable[[str], None] = lambda _: None) -> list[dict[str, int] | None]:
     """The real checker over many scratch runs as one Spark job: per run, its bad anomalies and
@@ -196,11 +208,13 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
     ctx = multiprocessing.get_context("fork")
     scratch = tempfile.mkdtemp(prefix="chaos-sim-search-") if check_batch > 0 else None
     pending: list[Simulated] = []  # screened clean, waiting for the batch's Spark check
+    pending_bytes = 0
 
     def found_by_spark() -> bool:
         return out.found is not None and out.found.judge == "spark"
 
     def judge_pending() -> None:
+        nonlocal pending_bytes
         if not pending:
             return
         t = time.monotonic()
@@ -216,6 +230,7 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
         say(f"checked {len(pending)} seeds as one Spark job in {time.monotonic() - t:.1f} s"
             + (f"; seed {out.found.seed} fails: {out.found.anomalies}" if out.found and found_by_spark() else ""))
         pending.clear()
+        pending_bytes = 0
 
     try:
         with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
@@ -237,9 +252,10 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
                         out.time_to_detect_s = time.monotonic() - t0
                     if sim.run_dir is not None:
                         pending.append(sim)
+                        pending_bytes += _run_bytes(Path(sim.run_dir))
                 say(f"{out.seeds} seeds, {out.sim_seconds:.0f} simulated s in {time.monotonic() - t0:.1f} s"
                     + (f"; seed {out.found.seed} fails: {out.found.anomalies}" if out.found else ""))
-                if len(pending) >= check_batch > 0 or out.found is not None:
+                if len(pending) >= check_batch > 0 or pending_bytes >= BATCH_BYTES or out.found is not None:
                     judge_pending()
         judge_pending()
     finally:

@@ -35,7 +35,8 @@ def parse_budget(text: str) -> float:
 @click.option("--jobs", type=click.IntRange(1, 256), default=os.cpu_count() or 1, show_default=True,
               help="Parallel simulator processes.")
 @click.option("--check-batch", type=click.IntRange(0, 10_000), default=32, show_default=True,
-              help="Judge every this many seeds with the real checker as one Spark job (0: the quick screen only).")
+              help="Judge every this many seeds with the real checker as one Spark job, sooner when their "
+                   "histories reach 128 MB (0: the quick screen only).")
 @click.option("--spark-master", default=None, help="Spark master URL for the checks (default local[*]).")
 @click.option("--store", default="store", show_default=True)
 @click.option("--no-check", is_flag=True, help="Save the shrunk run without the Spark check and report.")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -63,16 +64,22 @@ class Frames:
     views: tuple[str, ...] = ()
 
     def unpersist(self) -> None:
+        """Drop the views and the checkpoint's blocks. `DataFrame.unpersist` leaves a local
+        checkpoint's blocks in place until the JVM's garbage collector notices, so a process that
+        checks batch after batch (sim-search, a nightly) would carry every earlier batch's table."""
+        spark = self.facts.sparkSession
         self.facts.unpersist()
+        for rdd in list(spark.sparkContext._jsc.getPersistentRDDs().values()):
+            rdd.unpersist(False)
         for v in self.views:
-            self.facts.sparkSession.catalog.dropTempView(v)
+            spark.catalog.dropTempView(v)
 
 
 _views = itertools.count()
 
 
 def partitions_for(spark: Any, nbytes: int) -> int:
-    most = max(1, int(spark.sparkContext.defaultParallelism) * 4)
+    most = max(1, int(spark.sparkContext.defaultParallelism) * 2)
     return max(1, min(most, nbytes // BYTES_PER_PARTITION + 1))
 
 
@@ -94,7 +101,8 @@ def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[t
     number, replica dump directory or None); `nbytes` the size of the histories (how many partitions
     the job needs). The keyed table is materialised at
     once as a local checkpoint: its plan is then a leaf, so the anomaly statement over it is analysed
-    in a fraction of the time a deep cached plan costs."""
+    in a fraction of the time a deep cached plan costs. The checkpoint is kept on local disk, not in
+    the heap: the checks' sorts need the heap, and the table is read back from the page cache."""
     files = [str(c.facts.resolve()) for c in columns]
     if nbytes is None:
         nbytes = sum(Path(f).stat().st_size for f in files)
@@ -127,7 +135,8 @@ def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[t
           SELECT *, CASE WHEN {in_vo} THEN dense_rank() OVER (
               PARTITION BY run, key ORDER BY CASE WHEN {in_vo} THEN 0 ELSE 1 END, `offset`) - 1 END AS idx
           FROM (SELECT /*+ {spread} */ * FROM ({rows})))
-        WINDOW v AS (PARTITION BY run, key, value))""").localCheckpoint(eager=True)
+        WINDOW v AS (PARTITION BY run, key, value))""")
+    facts = facts.localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
     return Frames(facts, reps is not None, (mops_v, rep_v))
 
 
