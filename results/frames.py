@@ -45,11 +45,11 @@ REPLICA_SCHEMA = T.StructType(
         T.StructField("partition", T.LongType()),
     ]
 )
-#: bytes of input (histories and replica dumps) per partition of the keyed table: tiny inputs stay in
-#: one partition. Each window of the checks sorts a whole partition; with 2 partitions for 32
-#: sim-search runs (110 MB of histories, 105 MB of dumps) the sorts spilled over and over, and
-#: merging their spill files (a 1-2 MB buffer each, outside Spark's managed memory) ran the 1.4 GB
-#: driver out of heap. At 32 MB a partition that batch takes 7 and passes in about a minute.
+#: bytes of input (histories and replica dumps) per partition of the keyed table, at most two
+#: partitions per core: tiny inputs stay in one partition. Each window of the checks sorts a whole
+#: partition; 32 sim-search runs (110 MB of histories, 105 MB of dumps) in 2 partitions spilled
+#: over and over, and merging the spill files (a 1-2 MB buffer each, outside Spark's managed memory)
+#: ran the 1.4 GB driver out of heap. sim-search now judges at most 128 MB at once (4 partitions).
 BYTES_PER_PARTITION = 32 << 20
 #: below this many bytes of history, Spark evaluates expressions without generating code: compiling
 #: a check's generated classes (Janino, then the JIT on them) costs seconds — more than interpreting
