@@ -142,6 +142,13 @@ def test_replica_dumps_stay_with_their_run_when_an_earlier_path_is_not_judged(sp
     assert isinstance(got[3], CheckResult) and "divergent-replicas" in got[3].anomalies, got[3].anomalies
 
 
+def _killed_jvm_env(tmp_path: Path) -> dict[str, str]:
+    """A killed JVM runs no shutdown hook: its scratch directories go under the test's own."""
+    import os
+
+    return {**os.environ, "SPARK_LOCAL_DIRS": str(tmp_path / "spark-local")}
+
+
 KILL_JVM_THEN_CHECK = """
 import sys
 import results.check as check
@@ -174,13 +181,13 @@ def test_a_driver_jvm_that_dies_mid_check_is_named_not_a_harness_bug(tmp_path: P
     run = tmp_path / "run"
     shutil.copytree(Path(__file__).parent / "corpus" / "valid-basic", run)
     out = subprocess.run([sys.executable, "-c", KILL_JVM_THEN_CHECK, str(run)], capture_output=True, text=True,
-                         timeout=300)
+                         timeout=300, env=_killed_jvm_env(tmp_path))
     assert out.returncode == 6, out.stderr[-3000:]
     assert "the Spark driver JVM died during the check" in out.stderr and "CHAOS_SPARK_DRIVER_MEMORY" in out.stderr
     assert "internal error" not in out.stderr and not (run / "results.json").exists()
 
 
-def test_a_process_whose_driver_jvm_died_says_so_when_asked_for_spark_again() -> None:
+def test_a_process_whose_driver_jvm_died_says_so_when_asked_for_spark_again(tmp_path: Path) -> None:
     """After the JVM died (a nightly checks again run by run), asking for the session is an
     environment problem, not a session whose every call fails with a refused connection."""
     import subprocess
@@ -201,5 +208,6 @@ except EnvironmentProblem as e:
     sys.exit(0)
 sys.exit(1)
 """
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                         env=_killed_jvm_env(tmp_path))
     assert out.returncode == 0 and "the Spark driver JVM of this process died" in out.stdout, out.stderr[-2000:]
