@@ -216,7 +216,7 @@ def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[int, dict[str, dic
     crashing checker is named and reported "unknown" while the others still count (STYLE.md 7: a
     crash is never a pass)."""
     from results.anomalies import CHECKERS, GROUPS, PER_KEY, group_sql
-    from results.spark import jvm_alive, jvm_died, jvm_fatal
+    from results.spark import jvm_alive, spark_problem
 
     spark = fr.facts.sparkSession
     view = f"chaos_facts_{next(_views)}"
@@ -226,8 +226,8 @@ def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[int, dict[str, dic
         try:
             found = _collect(spark, [group_sql(g, view) for g in GROUPS])
         except Exception as e:
-            if jvm_fatal(spark, e):  # nothing more can run: say so, do not blame every checker
-                raise EnvironmentProblem(jvm_died(e)) from None
+            if (problem := spark_problem(spark, e)) is not None:  # nothing more can run: say so,
+                raise EnvironmentProblem(problem) from None  # do not blame every checker
             log.warning("the combined check job failed; running checkers group by group to find the culprit")
             found = {}
             for g in GROUPS:
@@ -235,8 +235,8 @@ def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[int, dict[str, dic
                     for run, types in _collect(spark, [group_sql(g, view)]).items():
                         found.setdefault(run, {}).update(types)
                 except Exception as e:
-                    if jvm_fatal(spark, e):
-                        raise EnvironmentProblem(jvm_died(e)) from None
+                    if (problem := spark_problem(spark, e)) is not None:
+                        raise EnvironmentProblem(problem) from None
                     names = [t for t in g.types if t != PER_KEY]
                     crashed.extend(names)
                     warnings.append(f"checker {', '.join(names)} crashed: {type(e).__name__}: "
@@ -430,7 +430,7 @@ def _judge(
     perf summary, elle section). Timings of the shared phases are the batch's, and say so."""
     from results.elle import run_elle_batch
     from results.frames import load_frames
-    from results.spark import get_spark
+    from results.spark import get_spark, spark_problem
 
     shared: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -438,7 +438,12 @@ def _judge(
     spark = get_spark(spark_master, nbytes)
     shared["spark_session"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    fr = load_frames(spark, [r.columns for r in runs], [(r.run, r.files.replicas) for r in runs], nbytes)
+    try:
+        fr = load_frames(spark, [r.columns for r in runs], [(r.run, r.files.replicas) for r in runs], nbytes)
+    except Exception as e:  # building the keyed table is the job's biggest sort
+        if (problem := spark_problem(spark, e)) is not None:
+            raise EnvironmentProblem(problem) from None
+        raise
     job_warnings: list[str] = []
     found, crashed = _run_checkers(fr, job_warnings)
     shared["checkers"] = time.perf_counter() - t0

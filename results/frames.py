@@ -106,8 +106,8 @@ def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[t
     files = [str(c.facts.resolve()) for c in columns]
     if nbytes is None:
         nbytes = sum(Path(f).stat().st_size for f in files)
-    dumps = [f for _, d in replicas if d is not None and d.is_dir() for f in sorted(d.glob("*/*.jsonl"))]
-    parts = partitions_for(spark, nbytes + sum(f.stat().st_size for f in dumps))
+    dumps = replica_dumps(replicas)
+    parts = partitions_for(spark, nbytes + sum(f.stat().st_size for _, f in dumps))
     spark.conf.set("spark.sql.shuffle.partitions", str(parts))
     on_disk = sum(Path(f).stat().st_size for f in files)
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(max(1 << 20, on_disk // max(1, parts) + 1)))
@@ -115,7 +115,7 @@ def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[t
     n = next(_views)
     mops_v, rep_v = f"chaos_mops_{n}", f"chaos_replicas_{n}"
     spark.read.schema(_spark_schema(FACTS)).parquet(*files).createOrReplaceTempView(mops_v)
-    reps = load_replicas(spark, list(replicas))
+    reps = load_replicas(spark, dumps)
     rows = f"SELECT *, CAST(NULL AS BIGINT) AS epoch FROM {mops_v}"
     if reps is not None:
         reps.createOrReplaceTempView(rep_v)
@@ -140,11 +140,14 @@ def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[t
     return Frames(facts, reps is not None, (mops_v, rep_v))
 
 
-def load_replicas(spark: Any, dirs: list[tuple[int, Path | None]]) -> DataFrame | None:
-    """Committed records (offset < HW) of every `replicas/<node>/<topic>-<p>.jsonl`, as `replica` rows
-    (process = the node) of the run whose directory it is (`dirs`: run number, directory)."""
-    files = [(run, f) for run, d in dirs if d is not None and d.is_dir()
-             for f in sorted(d.glob("*/*.jsonl"))]
+def replica_dumps(dirs: Sequence[tuple[int, Path | None]]) -> list[tuple[int, Path]]:
+    """(run number, file) of every `replicas/<node>/<topic>-<p>.jsonl` of the runs' dump directories."""
+    return [(run, f) for run, d in dirs if d is not None and d.is_dir() for f in sorted(d.glob("*/*.jsonl"))]
+
+
+def load_replicas(spark: Any, files: list[tuple[int, Path]]) -> DataFrame | None:
+    """Committed records (offset < HW) of the dump `files` (`replica_dumps`), as `replica` rows
+    (process = the node) of the run whose directory each is in."""
     if not files:
         return None
     where = F.create_map(*[x for run, f in files for x in (F.lit(str(f.resolve())), F.lit(run))])

@@ -43,20 +43,21 @@ def jvm_alive(spark: Any) -> bool:
     return True
 
 
-def jvm_fatal(spark: Any, cause: BaseException) -> bool:
-    """Whether `cause` (an error of a Spark call) means the driver JVM is gone or going: it no longer
-    answers, or a task hit OutOfMemoryError (in local mode the JVM then exits a moment later, so
-    asking it at once may still get an answer)."""
-    return "OutOfMemoryError" in str(cause) or not jvm_alive(spark)
-
-
-def jvm_died(cause: BaseException) -> str:
-    """The sentence for a check whose driver JVM died under it (`cause`: the first error seen)."""
+def spark_problem(spark: Any, cause: BaseException) -> str | None:
+    """The sentence for an error of a Spark call that no retry in this process can get past, or None.
+    The driver ran out of memory: a task's OutOfMemoryError (in local mode the JVM exits a moment
+    later, so asking it at once may still get an answer) or execution memory it could not get; or
+    the JVM no longer answers."""
     text = str(cause)
-    why = "it ran out of heap (java.lang.OutOfMemoryError)" if "OutOfMemoryError" in text else \
-        f"{type(cause).__name__}: {text.splitlines()[0][:160] if text else ''}"
-    return (f"the Spark driver JVM died during the check: {why}; give it more heap (CHAOS_SPARK_DRIVER_MEMORY, "
-            f"{driver_memory()} when this process started it) or check fewer runs at once; nothing was judged")
+    if "OutOfMemoryError" in text or "UNABLE_TO_ACQUIRE_MEMORY" in text:
+        why = "the Spark driver ran out of memory during the check"
+    elif not jvm_alive(spark):
+        first = text.splitlines()[0][:160] if text else ""
+        why = f"the Spark driver JVM died during the check ({type(cause).__name__}: {first})"
+    else:
+        return None
+    return (f"{why}; give it more heap (CHAOS_SPARK_DRIVER_MEMORY, {driver_memory()} when this process started it) "
+            "or check fewer runs at once; nothing was judged")
 
 
 def get_spark(master: str | None = None, expected_bytes: int | None = None) -> Any:

@@ -40,7 +40,7 @@ def _refuse_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def duplicate_key(raw: bytes, decoded: Any) -> str | None:
+def repeated_key_problem(raw: bytes, decoded: Any) -> str | None:
     """Why the line's keys cannot be trusted — a key twice in one object — or None.
 
     A JSON decoder keeps the last of two equal keys and drops the other without a word, so
@@ -110,9 +110,9 @@ class _Reader:
                         return
                     reason = "nested too deeply" if isinstance(e, RecursionError) else f"not JSON ({e})"
                     raise self.bad(n, reason) from None
-                twice = duplicate_key(raw, d)
-                if twice is not None:
-                    raise self.bad(n, twice)
+                problem = repeated_key_problem(raw, d)
+                if problem is not None:
+                    raise self.bad(n, problem)
                 try:
                     op = check_line(d)
                     self.pair(n, op)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,8 +127,6 @@ def test_replica_dumps_stay_with_their_run_when_an_earlier_path_is_not_judged(sp
     """Runs are numbered by their place among the paths, and a path that is refused or has nothing
     to judge is skipped: the replica dumps of the runs after it must still join their own run's
     facts (divergent replicas found in their run, nowhere else)."""
-    import shutil
-
     from results.check import CheckResult, check_runs
 
     corpus = Path(__file__).resolve().parent / "corpus"
@@ -144,8 +146,6 @@ def test_replica_dumps_stay_with_their_run_when_an_earlier_path_is_not_judged(sp
 
 def _killed_jvm_env(tmp_path: Path) -> dict[str, str]:
     """A killed JVM runs no shutdown hook: its scratch directories go under the test's own."""
-    import os
-
     return {**os.environ, "SPARK_LOCAL_DIRS": str(tmp_path / "spark-local")}
 
 
@@ -174,10 +174,6 @@ def test_a_driver_jvm_that_dies_mid_check_is_named_not_a_harness_bug(tmp_path: P
     """A task's OutOfMemoryError kills the driver JVM in local mode. The check then saw only refused
     connections, reported an internal error (exit 7) and hid the cause; now it says the JVM died and
     what to change, as an environment problem (exit 6), and judges nothing."""
-    import shutil
-    import subprocess
-    import sys
-
     run = tmp_path / "run"
     shutil.copytree(Path(__file__).parent / "corpus" / "valid-basic", run)
     out = subprocess.run([sys.executable, "-c", KILL_JVM_THEN_CHECK, str(run)], capture_output=True, text=True,
@@ -190,9 +186,6 @@ def test_a_driver_jvm_that_dies_mid_check_is_named_not_a_harness_bug(tmp_path: P
 def test_a_process_whose_driver_jvm_died_says_so_when_asked_for_spark_again(tmp_path: Path) -> None:
     """After the JVM died (a nightly checks again run by run), asking for the session is an
     environment problem, not a session whose every call fails with a refused connection."""
-    import subprocess
-    import sys
-
     script = """
 import sys
 from kernel.errors import EnvironmentProblem
