@@ -162,12 +162,29 @@ def healed(test: Test, db: DB, runner: NemesisRunner, rec: RunRecord) -> bool:
     rec.enter("heal")
     runner.heal()
     spec = test.spec
-    deadline = time.monotonic() + spec.recovery_timeout
-    while time.monotonic() < deadline:
-        if db.recovered(spec.topic, spec.partitions, spec.replication_factor):
-            return True
-        time.sleep(0.5)
-    return False
+    return wait_recovered(db, spec.topic, spec.partitions, spec.replication_factor, spec.recovery_timeout)
+
+
+def wait_recovered(db: DB, topic: str, partitions: int, replication_factor: int, timeout_s: float, *,
+                   settle_s: float = 1.0, poll_s: float = 0.5) -> bool:
+    """Poll until `db.recovered` holds and has held for `settle_s`; False after `timeout_s`.
+
+    Why a settle time: a broker that restarts re-registers in ZooKeeper a moment before the
+    controller reacts to it (it drops the broker from every ISR and leadership, then lets it back),
+    so one look at that moment sees a whole cluster that is about to change."""
+    deadline = time.monotonic() + timeout_s
+    since: float | None = None
+    while True:
+        now = time.monotonic()
+        if db.recovered(topic, partitions, replication_factor):
+            since = now if since is None else since
+            if now - since >= settle_s:
+                return True
+        else:
+            since = None
+        if now >= deadline:
+            return False
+        time.sleep(poll_s)
 
 
 def drained(pool: WorkerPool, rec: RunRecord) -> bool:

@@ -29,8 +29,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from kernel.db import PartitionState
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
-from nemesis.steps import Steps, cut, heal_all, key_led_elsewhere
+from nemesis.steps import Steps, cut, heal_all, key_led_elsewhere, wait_for
 
 
 class LaggingFollowerFamily:
@@ -71,7 +72,14 @@ class LaggingFollowerFamily:
         ctx.sleep(float(fault.params["lag_s"]))
         out["isr_before_failover"] = [n.name for n in state.isr]
         if fault.kind == "kill-isr":
-            now = view.partition(ctx.topic, key)
+            # The leader checks its followers' lag only now and then (every half replica lag time in
+            # Kafka), and the shrink then crosses AlterIsr and ZooKeeper: on a loaded machine it can
+            # land after lag_s. Killing before it would ask a different question (F still in the ISR),
+            # so wait for it, at most another lag_s, and record whether it came.
+            shrunk = wait_for(ctx, lambda: _without(view.partition(ctx.topic, key), f.name),
+                              float(fault.params["lag_s"]))
+            now = shrunk or view.partition(ctx.topic, key)
+            out["follower_out_of_isr"] = shrunk is not None
             isr = now.isr if now is not None else state.isr
             victims = [leader] + [n for n in isr if n.name not in (leader.name, f.name)]
             out["isr_when_killed"] = [n.name for n in isr]
@@ -109,3 +117,10 @@ class LaggingFollowerFamily:
 
     def heal(self, ctx: NemesisContext) -> None:
         heal_all(ctx, resume=True)
+
+
+def _without(state: PartitionState | None, follower: str) -> PartitionState | None:
+    """`state` once it has an ISR without `follower`, else None (a probe for `wait_for`)."""
+    if state is None or any(n.name == follower for n in state.isr):
+        return None
+    return state

@@ -105,6 +105,9 @@ class LogbrokerDB:
         self.remotes: Mapping[str, Remote] = {}
         self._zk_lock = threading.Lock()
         self._zk: object | None = None  # a kazoo.client.KazooClient, created lazily
+        # broker id -> the czxid of the registration it had when we (re)started it (None: it had none);
+        # until a newer one appears, the old ephemeral of a killed process may still be listed (recovered)
+        self._restarting: dict[int, int | None] = {}
 
     def attach(self, cluster: Cluster) -> LogbrokerDB:
         """Bind to nodes that already run (or are about to run) the cluster."""
@@ -161,11 +164,47 @@ class LogbrokerDB:
             time.sleep(0.3)
 
     def recovered(self, topic: str, partitions: int, replication_factor: int) -> bool:
+        """Every partition has a leader and a full ISR, and every broker we (re)started has registered
+        again. A killed process's ephemeral registration outlives it by up to a session, and until the
+        new process registers and the controller handles that restart (the broker then leaves every
+        ISR and leadership, KIP-380's broker epoch), the state znodes look whole but are about to
+        change; a run or test that read them then would act on a stale picture. Callers that wait for
+        recovery also want the picture to hold a moment (`harness.phases.wait_recovered`): the
+        controller needs that moment to handle a registration."""
+        registered = self._registrations()
+        if registered is None:
+            return False
+        for bid, old in list(self._restarting.items()):
+            if registered.get(bid, old) == old:
+                return False
+            del self._restarting[bid]
         for p in range(partitions):
             s = self.partition(topic, p)
             if s is None or s.leader is None or len(s.isr) < replication_factor:
                 return False
         return True
+
+    def _registrations(self, timeout: float = 3.0) -> dict[int, int] | None:
+        """Broker id -> the czxid of its current registration under /brokers/ids; None when ZooKeeper
+        does not answer within `timeout` (this is asked on the way to restarting a broker, which
+        must never hang on it)."""
+        from kazoo.exceptions import KazooException, NoNodeError
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        try:
+            zk = self._client()
+            out = {}
+            for child in zk.get_children_async(zkp.BROKER_IDS).get(timeout=timeout):
+                try:
+                    stat = zk.exists_async(f"{zkp.BROKER_IDS}/{child}").get(timeout=timeout)
+                except NoNodeError:
+                    continue
+                if stat is not None and child.isdigit():
+                    out[int(child)] = int(stat.czxid)
+            return out
+        except (KazooException, KazooTimeoutError, OSError) as e:
+            log.warning("ZooKeeper read of %s failed: %s", zkp.BROKER_IDS, e)
+            return None
 
     def setup_all(self, *, timeout: float = 90.0) -> None:
         """ZooKeeper everywhere first (a quorum must form), then the brokers; wait until all answer."""
@@ -238,6 +277,9 @@ class LogbrokerDB:
         """Start the broker under libfaketime (START_BROKER in the image) unless it already runs."""
         if self.broker_pid(node) is not None:
             return
+        registered = self._registrations()
+        if registered is not None:  # unknown: any registration will do, as before
+            self._restarting[self.broker_id(node)] = registered.get(self.broker_id(node))
         bugs = " ".join(f"--bug {shlex.quote(b)}" for b in self.settings.bugs)
         self._r(node).exec(f"rm -f {layout.BROKER_PIDFILE}; {layout.START_BROKER} {bugs}", timeout=30)
 

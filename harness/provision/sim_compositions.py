@@ -230,8 +230,11 @@ async def lagging_follower(nem: SimNemesis, f: PlannedFault, out: dict[str, Any]
         out["steps"]["cut-controller"] = (steps.start("start-partition", c2), c2)
     await asyncio.sleep(float(f.params["lag_s"]))
     out["isr_before_failover"] = list(state["isr"])
-    if f.kind == "kill-isr":
-        now = _state(nem, key)
+    if f.kind == "kill-isr":  # wait for the shrink, as `nemesis/lagging_follower.py` does
+        shrunk = await wait_for(lambda: (lambda st: st if st and fol not in st["isr"] else None)(_state(nem, key)),
+                                float(f.params["lag_s"]))
+        now = shrunk or _state(nem, key)
+        out["follower_out_of_isr"] = shrunk is not None
         isr = now["isr"] if now is not None else state["isr"]
         victims = [leader] + [n for n in isr if n not in (leader, fol)]
         out["isr_when_killed"] = list(isr)

@@ -15,6 +15,8 @@ import pytest
 
 from harness.db.logbroker import LogbrokerDB
 from harness.db.settings import BrokerSettings
+from harness.phases import wait_recovered
+from kernel import layout
 from kernel.db import Cluster
 from kernel.nemesis import NemesisContext, PlannedFault, PlanWorld
 from kernel.rng import rng
@@ -39,12 +41,14 @@ def deployed(_cluster_manager) -> Iterator[tuple[LogbrokerDB, Cluster]]:  # type
 
 
 def _recovered(db: LogbrokerDB, timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if db.recovered("chaos", 3, 3):
-            return True
-        time.sleep(0.5)
-    return False
+    return wait_recovered(db, "chaos", 3, 3, timeout)
+
+
+def _broker_logs(cluster: Cluster, lines: int = 60) -> str:
+    """The end of every broker's log, for a failure message (these tests race real processes)."""
+    return "\n".join(f"--- {n.name}\n" + cluster.remotes[n.name].exec(f"tail -n {lines} {layout.BROKER_LOG}",
+                                                                       check=False).stdout
+                     for n in cluster.nodes)
 
 
 def _play(name: str, kind: str, deployed: tuple[LogbrokerDB, Cluster], seed: int = 1
@@ -61,7 +65,8 @@ def _play(name: str, kind: str, deployed: tuple[LogbrokerDB, Cluster], seed: int
         stopped = fam.stop(ctx, fault, started)
     finally:
         fam.heal(ctx)
-    assert _recovered(db), f"{name}: every partition has a leader and its full ISR after the heal"
+    assert _recovered(db), \
+        f"{name}: every partition has a leader and its full ISR after the heal\n{_broker_logs(cluster)}"
     for n in cluster.nodes:
         assert "DROP" not in cluster.remotes[n.name].exec("iptables -S CHAOS", check=False).stdout
     return ops, started, stopped
@@ -117,7 +122,8 @@ def test_lagging_follower_kill_isr(deployed: tuple[LogbrokerDB, Cluster]) -> Non
     try:
         started = fam.start(ctx, fault)
         assert "skipped" not in started, started
-        assert started["follower"] not in started["isr_when_killed"], "the controller took the laggard out"
+        assert started["follower"] not in started["isr_when_killed"], \
+            f"the controller took the laggard out: {started}\n{_broker_logs(cluster)}"
         deadline = time.monotonic() + WORLD.session_timeout_s + 4
         while time.monotonic() < deadline:
             st = ctx.view().partition("chaos", started["key"])
