@@ -232,6 +232,11 @@ class ZkClient:
     def running(self) -> bool:
         return not self.inc.dead and not self.inc.paused and self.session is not None
 
+    @property
+    def client_id(self) -> tuple[int, bytes] | None:
+        """(session id, password), as kazoo's; None before the first session."""
+        return (self.session.id, b"") if self.session is not None else None
+
     def reachable_now(self) -> bool:
         return self.zk.has_quorum(self.host)
 

@@ -75,6 +75,11 @@ class BrokerRegistry(Protocol):
         """Take the controller lock; the new controller epoch, or None when someone else has it."""
         ...
 
+    def drop_controller_of_dead_session(self, bid: int) -> bool:
+        """If the controller lock names `bid` but another session holds it (an earlier process of this
+        broker's that died before its session expired), release it; True if it was."""
+        ...
+
     def controller_epoch(self) -> int:
         """The epoch the last controller election wrote (0 before any)."""
         ...

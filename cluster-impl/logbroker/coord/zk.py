@@ -117,6 +117,25 @@ class ZkStore:
                 self.zk.exists(paths.CONTROLLER, watch=watch)
             return None
 
+    def drop_controller_of_dead_session(self, bid: int) -> bool:
+        """/controller names us but belongs to another session: an earlier process of this broker
+        that died before its session expired. It must not count as our win — we would control with the
+        dead process's epoch, unfenced from whatever that process still had in flight, until the
+        session expires — so delete it (only the version we read), as `register_broker` replaces its
+        registration, and the brokers' watches elect a controller with a new epoch now. (Kafka's ZK
+        controller, finding its own id there, calls itself active without taking over.)"""
+        try:
+            raw, stat = self.zk.get(paths.CONTROLLER)
+        except NoNodeError:
+            return False
+        session = self.zk.client_id
+        if int(json.loads(raw)["brokerid"]) != bid or (session is not None and stat.ephemeralOwner == session[0]):
+            return False
+        with contextlib.suppress(NoNodeError, BadVersionError):
+            self.zk.delete(paths.CONTROLLER, version=stat.version)
+        log.info("broker %d: removed /controller left by an earlier session of ours", bid)
+        return True
+
     def controller_epoch(self) -> int:
         try:
             return int(self.zk.get(paths.CONTROLLER_EPOCH)[0])

@@ -180,7 +180,10 @@ class ReplicaManager:
                 await self._zk(self.zk.controller, watch)
         elif current != self.bid:
             self.controller.resign()
-        elif not self.controller.active:  # we won, but loading the cluster failed part-way: finish it
+        elif not self.controller.active:
+            if await self._zk(self.zk.drop_controller_of_dead_session, self.bid):
+                return  # our watch on /controller fires for its deletion: we contend again then
+            # we won, but loading the cluster failed part-way: finish it
             await self.controller.become_active(await self._zk(self.zk.controller_epoch))
 
     async def _send(self, bid: int, body: dict[str, Any]) -> dict[str, Any] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 
+from logbroker.coord import paths
 from logbroker.core.partition import TopicPartition
 from logsim.client import SimKafkaClient
 from logsim.cluster import SimCluster
@@ -97,5 +98,40 @@ def test_with_fsync_per_message_a_power_loss_keeps_everything() -> None:
         before = _segment_size(c, follower)
         c.power_loss(follower)
         assert _segment_size(c, follower) == before
+    finally:
+        c.close()
+
+
+def _acting_controllers(c: SimCluster) -> dict[str, int]:
+    """Node -> the controller epoch of every running broker whose controller is active."""
+    out = {}
+    for name, node in c.nodes.items():
+        mgr = getattr(node.core, "replication", None) if node.running else None
+        state = mgr.controller.state if mgr is not None else None
+        if state is not None:
+            out[name] = state.epoch
+    return out
+
+
+def test_a_controller_restarted_within_its_session_does_not_act_on_its_dead_session_znode() -> None:
+    """/controller is ephemeral: a controller killed and restarted before its session expires finds
+    its own broker id there, but the znode belongs to its dead session. The new process must not take
+    that for a win (it would control with the dead process's epoch until the session expires); it
+    removes the leftover, and the brokers elect a controller with a new epoch at once."""
+    c = _cluster(3)
+    try:
+        victim = c.controller()
+        assert victim is not None
+        epoch = int(c.zk.nodes[paths.CONTROLLER_EPOCH].data)
+        c.nodes[victim].kill()
+        c.run_for(0.5)
+        c.nodes[victim].start()
+        c.run_for(2.0)  # well inside the 6 s session of the dead process
+        acting = _acting_controllers(c)
+        now = int(c.zk.nodes[paths.CONTROLLER_EPOCH].data)
+        assert now > epoch, f"no new election: epoch {now}, acting {acting}"
+        assert list(acting.values()) == [now], f"acting controllers {acting} at ZooKeeper epoch {now}"
+        c.run_for(10)
+        assert c.recovered("t", 2, 3)
     finally:
         c.close()

@@ -27,7 +27,7 @@ simulate(spec, test.workload, test.nemesis.plan(node_names(3)), out, lambda _: N
 """
 
 CASES = [  # (seed, bug switch, nemesis, fails?)
-    (1, "truncate-to-hw", "kill", True),
+    (2, "truncate-to-hw", "kill", True),
     (2, "", "kill,partition", False),
     (3, "", "power-loss,pause,clock", False),
 ]

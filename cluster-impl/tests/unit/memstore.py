@@ -58,6 +58,9 @@ class MemoryStore:
         self._fire("controller")
         return self.controller_epoch
 
+    def drop_controller_of_dead_session(self, bid: int) -> bool:
+        return False  # one process per store: no session outlives its process here
+
     def create_topic(self, topic: str, assignment: dict[int, list[int]], configs: dict[str, str] | None = None) -> bool:
         if topic in self.assignments:
             return False
