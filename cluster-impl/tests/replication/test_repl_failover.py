@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from brokerlib import BrokerProc
+from conftest import make_cluster
 from kazoo.client import KazooClient
 from logbroker.dump import dump_partition
 
@@ -164,3 +165,26 @@ def test_leader_killed_and_restarted_within_the_session_timeout_is_noticed(clust
     for b in cluster:
         missing = set(acked + more) - set(values_in_log(b, "q"))
         assert not missing, f"broker on {b.port} lacks {len(missing)} acknowledged values"
+
+
+
+def test_controller_restarted_within_its_session_elects_a_new_epoch_at_once(tmp_path: Path,
+                                                                          zookeeper) -> None:  # type: ignore[no-untyped-def]
+    """The restarted controller finds /controller naming itself, held by its dead process's session
+    (10 s here). It removes that znode instead of taking it for a win (controlling with the dead
+    process's epoch), so a controller with a higher epoch is elected long before that session expires."""
+    cluster = make_cluster(tmp_path, zookeeper, session_ms=10_000)
+    try:
+        create(cluster, "r")
+        cid, epoch = _controller(zookeeper.connect)
+        assert cid is not None
+        cluster[cid - 1].kill()
+        t0 = time.monotonic()
+        cluster[cid - 1].start()
+        wait_for(lambda: _controller(zookeeper.connect)[1] > epoch, timeout=30, what="a controller with a new epoch")
+        assert time.monotonic() - t0 < 8.0, "the new epoch waited for the dead session to expire"
+        acked, errors = produce(cluster, "r", range(50))
+        assert errors == [] and len(acked) == 50
+    finally:
+        for b in cluster:
+            b.kill()
