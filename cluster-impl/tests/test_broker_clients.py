@@ -1,7 +1,9 @@
-"""Real clients against a real broker: confluent-kafka (librdkafka) and kafka-python."""
+"""Real clients against a real broker: confluent-kafka (librdkafka), kafka-python and aiokafka (its own
+protocol code, asyncio): each produces and reads back in order through its own request versions."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -89,3 +91,56 @@ def test_kafka_python_produces_10k_acks1_and_reads_them_back_in_order(broker: Br
             got.extend(int(m.value) for m in msgs)
     c.close()
     assert got == list(range(N))
+
+
+CODECS = (None, "gzip", "snappy", "lz4", "zstd")
+
+
+def test_aiokafka_idempotent_producer_every_codec_then_a_group_consumer_commits(broker_factory: type) -> None:
+    """aiokafka: an idempotent acks=all producer per codec (InitProducerId, sequences, each codec's
+    record batches), then a subscribing consumer (FindCoordinator, JoinGroup, SyncGroup, Fetch,
+    OffsetCommit) reads every record in each partition's order and commits the ends."""
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    broker = broker_factory(overrides=["group.initial.rebalance.delay.ms=0"]).start()
+    bs, per_codec, parts = broker.bootstrap, 600, 3
+
+    async def main() -> tuple[dict[int, list[int]], dict[int, list[int]], dict[int, int | None]]:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bs)
+        await admin.start()
+        try:
+            await admin.create_topics([NewTopic("ak", parts, 1)])
+        finally:
+            await admin.close()
+        sent: dict[int, list[int]] = {p: [] for p in range(parts)}
+        for n, codec in enumerate(CODECS):
+            prod = AIOKafkaProducer(bootstrap_servers=bs, acks="all", enable_idempotence=True,
+                                    compression_type=codec, linger_ms=5)
+            await prod.start()
+            try:
+                values = range(n * per_codec, (n + 1) * per_codec)
+                futs = [await prod.send("ak", str(v).encode(), partition=v % parts) for v in values]
+                for v, md in zip(values, await asyncio.gather(*futs), strict=True):
+                    assert md.partition == v % parts
+                    sent[md.partition].append(v)
+            finally:
+                await prod.stop()
+        cons = AIOKafkaConsumer("ak", bootstrap_servers=bs, group_id="ak-group", auto_offset_reset="earliest",
+                                enable_auto_commit=False)
+        await cons.start()
+        got: dict[int, list[int]] = {p: [] for p in range(parts)}
+        try:
+            deadline = time.monotonic() + 60
+            while sum(map(len, got.values())) < len(CODECS) * per_codec and time.monotonic() < deadline:
+                for tp, msgs in (await cons.getmany(timeout_ms=500)).items():
+                    got[tp.partition].extend(int(m.value) for m in msgs)
+                await cons.commit()
+            committed = {p: await cons.committed(TopicPartition("ak", p)) for p in range(parts)}
+        finally:
+            await cons.stop()
+        return sent, got, committed
+
+    sent, got, committed = asyncio.run(main())
+    assert got == sent  # every record, in each partition's send order, once
+    assert committed == {p: len(sent[p]) for p in sent}
