@@ -198,10 +198,20 @@ def shrink(spec: RunSpec, faults: list[PlannedFault], deadline: float,
     return best, steps
 
 
+def seed_spec(base: RunSpec, seed: int, rates: tuple[float, ...] = ()) -> RunSpec:
+    """One seed's spec: `base` with that seed and, when `rates` are given, the rate that seed runs at
+    (`rates[seed % len(rates)]`, so a seed always runs at the same rate). Mixing rates widens the
+    search: a light load leaves long quiet stretches for sessions and timeouts to act in, a busy one
+    has records in flight at every failover (a client bug that seeds at 20 ops/s never showed was
+    found at 100)."""
+    return replace(base, seed=seed, rate=rates[seed % len(rates)]) if rates else replace(base, seed=seed)
+
+
 def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: Callable[[str], None],
            max_seeds: int | None = None, shrink_found: bool = True, check_batch: int = 32,
-           spark_master: str | None = None) -> SearchOutcome:
-    """Simulate seeds until one fails (or the budget or `max_seeds` ends); shrink it."""
+           spark_master: str | None = None, rates: tuple[float, ...] = ()) -> SearchOutcome:
+    """Simulate seeds until one fails (or the budget or `max_seeds` ends); shrink it. Each seed runs
+    at `base.rate`, or with `rates` at its own (`seed_spec`)."""
     t0 = time.monotonic()
     deadline = t0 + budget_s
     out = SearchOutcome()
@@ -239,7 +249,7 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
                 n = jobs if max_seeds is None else min(jobs, max_seeds - out.seeds)
                 if n <= 0:
                     break
-                batch = [pool.submit(simulate_and_screen, replace(base, seed=s).to_json(), None, scratch)
+                batch = [pool.submit(simulate_and_screen, seed_spec(base, s, rates).to_json(), None, scratch)
                          for s in range(seed, seed + n)]
                 seed += n
                 for fut in batch:  # in seed order: the first failing seed is the smallest
@@ -262,7 +272,7 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
     if out.found is not None and shrink_found:
-        spec = replace(base, seed=out.found.seed)
+        spec = seed_spec(base, out.found.seed, rates)
         fails = _spark_fails(spark_master) if found_by_spark() else _screen_fails
         out.shrunk, out.shrink_steps = shrink(spec, out.found.faults, deadline + budget_s, say, fails)
     out.wall_s = time.monotonic() - t0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from typing import Any
@@ -19,6 +20,20 @@ def parse_budget(text: str) -> float:
     return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
+def parse_rates(text: str) -> tuple[float, ...]:
+    """"20" or "20,100": ops/s, each finite and within 0.1..100000."""
+    rates = []
+    for part in text.split(","):
+        try:
+            rate = float(part)
+        except ValueError:
+            raise UsageError(f"--rate must be ops/s or a comma-separated list of them, not {text!r}") from None
+        if not math.isfinite(rate) or not 0.1 <= rate <= 100_000:
+            raise UsageError(f"--rate {part.strip()} is not between 0.1 and 100000 ops/s")
+        rates.append(rate)
+    return tuple(rates)
+
+
 @click.command("sim-search")
 @click.option("--bug", "bugs", multiple=True, help="Turn on a broker bug switch (repeatable).")
 @click.option("--budget", default="10m", show_default=True,
@@ -27,8 +42,9 @@ def parse_budget(text: str) -> float:
 @click.option("--nodes", type=click.IntRange(3, 9), default=3, show_default=True)
 @click.option("--time-limit", type=click.FloatRange(5, 3600), default=60.0, show_default=True,
               help="Simulated seconds of workload per seed.")
-@click.option("--rate", type=click.FloatRange(0.1, 100_000), default=20.0, show_default=True,
-              help="Target ops/s over all workers (simulated time).")
+@click.option("--rate", "rate_text", default="20,100", show_default=True,
+              help="Target ops/s over all workers (simulated time), or a comma-separated list that the seeds "
+                   "take turns at (seed modulo its length), e.g. 20,100.")
 @click.option("--nemesis-interval", type=click.FloatRange(0.5, 3600), default=10.0, show_default=True)
 @click.option("--first-seed", type=click.IntRange(0, 2**62), default=1, show_default=True)
 @click.option("--max-seeds", type=click.IntRange(1, 10**9), default=None, help="Stop after this many seeds.")
@@ -40,7 +56,7 @@ def parse_budget(text: str) -> float:
 @click.option("--spark-master", default=None, help="Spark master URL for the checks (default local[*]).")
 @click.option("--store", default="store", show_default=True)
 @click.option("--no-check", is_flag=True, help="Save the shrunk run without the Spark check and report.")
-def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: int, time_limit: float, rate: float,
+def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: int, time_limit: float, rate_text: str,
                nemesis_interval: float, first_seed: int, max_seeds: int | None, jobs: int, check_batch: int,
                spark_master: str | None, store: str, no_check: bool) -> int:
     """Simulate seeds in parallel until one fails (the quick screen for loss and divergence at once,
@@ -52,10 +68,11 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
     """
     from harness.registry import build_test
     from harness.run import run_simulated
-    from harness.sim_search import search
+    from harness.sim_search import search, seed_spec
     from kernel.spec import build_spec
 
-    values: dict[str, Any] = {"provisioner": "sim", "nodes": nodes, "time_limit": time_limit, "rate": rate,
+    rates = parse_rates(rate_text)
+    values: dict[str, Any] = {"provisioner": "sim", "nodes": nodes, "time_limit": time_limit, "rate": rates[0],
                               "nemesis_interval": nemesis_interval, "bugs": list(bugs), "store": store,
                               "name": "sim-search"}
     if nemesis is not None:
@@ -63,7 +80,8 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
     base = build_test(build_spec(values)).spec  # every name checked; the sim's default mix filled in
     say = lambda s: click.echo(f"sim-search: {s}", err=True)  # noqa: E731
     out = search(base, first_seed=first_seed, budget_s=parse_budget(budget), jobs=jobs, say=say,
-                 max_seeds=max_seeds, check_batch=check_batch, spark_master=spark_master)
+                 max_seeds=max_seeds, check_batch=check_batch, spark_master=spark_master,
+                 rates=rates if len(rates) > 1 else ())
     rate_h = out.seeds / out.wall_s * 3600 if out.wall_s else 0.0
     say(f"{out.seeds} seeds ({out.sim_seconds:.0f} simulated s) in {out.wall_s:.1f} s: {rate_h:.0f} seeds/hour; "
         f"{out.spark_checked} of them judged by the checker in {out.spark_batches} Spark job(s)")
@@ -72,7 +90,7 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
         return 0
     say(f"seed {out.found.seed} failed after {out.time_to_detect_s:.1f} s: {out.found.anomalies}; "
         f"schedule shrunk from {len(out.found.faults)} to {len(out.shrunk)} faults in {out.shrink_steps} steps")
-    spec = build_spec({"seed": out.found.seed}, base=base)
+    spec = seed_spec(base, out.found.seed, rates if len(rates) > 1 else ())
     result = run_simulated(build_test(spec, spark_master=spark_master), say, faults=out.shrunk, check=not no_check,
                            extra_meta={"schedule_shrunk": True, "search": {
                                "seeds": out.seeds, "time_to_detect_s": round(out.time_to_detect_s or 0, 3),

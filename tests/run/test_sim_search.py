@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.provision.sim_screen import screen
 from harness.registry import build_test
-from harness.sim_search import search, simulate_and_screen, spark_judge
+from harness.sim_search import search, seed_spec, simulate_and_screen, spark_judge
 from kernel.spec import build_spec
 
 CHAOS = str(Path(sys.executable).parent / "chaos")
@@ -90,3 +90,17 @@ def test_the_screen_finds_its_anomalies_in_the_corpus_and_not_in_their_near_miss
         assert name in screened(CORPUS / name), name
         for near in sorted(CORPUS.glob(f"near-{name}*")):
             assert name not in screened(near), near.name
+
+
+def test_seeds_take_turns_at_a_list_of_rates(tmp_path: Path) -> None:
+    base = build_test(build_spec({"provisioner": "sim", "nodes": 3, "time_limit": 5.0, "rate": 20.0,
+                                  "nemesis": "kill"})).spec
+    assert [seed_spec(base, s, (20.0, 100.0)).rate for s in (4, 5, 6)] == [20.0, 100.0, 20.0]
+    assert seed_spec(base, 5).rate == 20.0 and seed_spec(base, 5).seed == 5
+    out = _sim_search(tmp_path, "--rate", "20,100", "--nemesis", "kill", "--time-limit", "5", "--max-seeds", "2",
+                      "--check-batch", "0")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "2 seeds" in out.stderr
+    for bad in ("20,", "fast", "20,nan", "0.01", "20;100"):
+        out = _sim_search(tmp_path, "--rate", bad, "--max-seeds", "1")
+        assert out.returncode == 3 and "--rate" in out.stderr.strip().splitlines()[-1], (bad, out.stderr)
