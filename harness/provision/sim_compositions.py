@@ -122,6 +122,12 @@ def _state(nem: SimNemesis, key: int) -> dict[str, Any] | None:
             "replicas": [n for n in map(name, st["replicas"] or st["isr"]) if n]}
 
 
+def _state_without(nem: SimNemesis, key: int, follower: str) -> dict[str, Any] | None:
+    """The partition's state once its ISR lacks `follower`, else None (a probe for `wait_for`)."""
+    st = _state(nem, key)
+    return st if st is not None and follower not in st["isr"] else None
+
+
 async def key_led_elsewhere(nem: SimNemesis, planned: int, ctrl: str | None, out: dict[str, Any]
                             ) -> tuple[int, dict[str, Any] | None]:
     """`nemesis.steps.key_led_elsewhere`: the planned key or the first after it whose leader is not the
@@ -231,8 +237,7 @@ async def lagging_follower(nem: SimNemesis, f: PlannedFault, out: dict[str, Any]
     await asyncio.sleep(float(f.params["lag_s"]))
     out["isr_before_failover"] = list(state["isr"])
     if f.kind == "kill-isr":  # wait for the shrink, as `nemesis/lagging_follower.py` does
-        shrunk = await wait_for(lambda: (lambda st: st if st and fol not in st["isr"] else None)(_state(nem, key)),
-                                float(f.params["lag_s"]))
+        shrunk = await wait_for(lambda: _state_without(nem, key, fol), float(f.params["lag_s"]))
         now = shrunk or _state(nem, key)
         out["follower_out_of_isr"] = shrunk is not None
         isr = now["isr"] if now is not None else state["isr"]

@@ -122,8 +122,7 @@ class ZkStore:
         that died before its session expired. It must not count as our win — we would control with the
         dead process's epoch, unfenced from whatever that process still had in flight, until the
         session expires — so delete it (only the version we read), as `register_broker` replaces its
-        registration, and the brokers' watches elect a controller with a new epoch now. (Kafka's ZK
-        controller, finding its own id there, calls itself active without taking over.)"""
+        registration, and the brokers' watches elect a controller with a new epoch now."""
         try:
             raw, stat = self.zk.get(paths.CONTROLLER)
         except NoNodeError:
