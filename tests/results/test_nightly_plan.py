@@ -148,10 +148,10 @@ def test_junit_xml_counts_and_escaping() -> None:
 
 
 def test_the_nights_runs_are_judged_together_in_one_job(tmp_path: Path) -> None:
-    """Two simulated runs (the clean cluster and `truncate-to-hw`, which kills find on seed 1 within
+    """Two simulated runs (the clean cluster and `truncate-to-hw`, which kills find on seed 2 within
     20 simulated seconds) are stored unchecked, then judged by one Spark job at the end: each gets its
     own results.json and report, both by the same Spark application, and the JUnit shows one failure."""
-    out, store = _nightly(tmp_path, 'name = "sim"\nbudget_minutes = 10\noverhead_seconds = 30\nseeds = [1]\n'
+    out, store = _nightly(tmp_path, 'name = "sim"\nbudget_minutes = 10\noverhead_seconds = 30\nseeds = [2]\n'
                                     'workloads = ["queue"]\n[base]\nprovisioner = "sim"\nnodes = 3\n'
                                     'time_limit = 20\nrate = 100\nnemesis_interval = 2\n[nemeses]\nkills = ["kill"]\n'
                                     '[configs.default]\n[configs.bug]\nbugs = ["truncate-to-hw"]\n')
