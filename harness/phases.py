@@ -167,7 +167,8 @@ def healed(test: Test, db: DB, runner: NemesisRunner, rec: RunRecord) -> bool:
 
 def wait_recovered(db: DB, topic: str, partitions: int, replication_factor: int, timeout_s: float, *,
                    settle_s: float = 1.0, poll_s: float = 0.5) -> bool:
-    """Poll until `db.recovered` holds and has held for `settle_s`; False after `timeout_s`.
+    """Poll until `db.recovered` holds and has held for `settle_s`; False once `timeout_s` has passed
+    without a whole picture (one that became whole by then may finish its settle time after it).
 
     Why a settle time: a broker that restarts re-registers in ZooKeeper a moment before the
     controller reacts to it (it drops the broker from every ISR and leadership, then lets it back),
@@ -182,7 +183,7 @@ def wait_recovered(db: DB, topic: str, partitions: int, replication_factor: int,
                 return True
         else:
             since = None
-        if now >= deadline:
+        if since is None and now >= deadline:
             return False
         time.sleep(poll_s)
 
