@@ -80,8 +80,7 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
     base = build_test(build_spec(values)).spec  # every name checked; the sim's default mix filled in
     say = lambda s: click.echo(f"sim-search: {s}", err=True)  # noqa: E731
     out = search(base, first_seed=first_seed, budget_s=parse_budget(budget), jobs=jobs, say=say,
-                 max_seeds=max_seeds, check_batch=check_batch, spark_master=spark_master,
-                 rates=rates if len(rates) > 1 else ())
+                 max_seeds=max_seeds, check_batch=check_batch, spark_master=spark_master, rates=rates)
     rate_h = out.seeds / out.wall_s * 3600 if out.wall_s else 0.0
     say(f"{out.seeds} seeds ({out.sim_seconds:.0f} simulated s) in {out.wall_s:.1f} s: {rate_h:.0f} seeds/hour; "
         f"{out.spark_checked} of them judged by the checker in {out.spark_batches} Spark job(s)")
@@ -90,7 +89,7 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
         return 0
     say(f"seed {out.found.seed} failed after {out.time_to_detect_s:.1f} s: {out.found.anomalies}; "
         f"schedule shrunk from {len(out.found.faults)} to {len(out.shrunk)} faults in {out.shrink_steps} steps")
-    spec = seed_spec(base, out.found.seed, rates if len(rates) > 1 else ())
+    spec = seed_spec(base, out.found.seed, rates)
     result = run_simulated(build_test(spec, spark_master=spark_master), say, faults=out.shrunk, check=not no_check,
                            extra_meta={"schedule_shrunk": True, "search": {
                                "seeds": out.seeds, "time_to_detect_s": round(out.time_to_detect_s or 0, 3),

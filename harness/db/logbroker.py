@@ -171,13 +171,14 @@ class LogbrokerDB:
         change; a run or test that read them then would act on a stale picture. Callers that wait for
         recovery also want the picture to hold a moment (`harness.phases.wait_recovered`): the
         controller needs that moment to handle a registration."""
-        registered = self._registrations()
-        if registered is None:
-            return False
-        for bid, old in list(self._restarting.items()):
-            if registered.get(bid, old) == old:
+        if self._restarting:  # read the registrations only while a restart is unconfirmed
+            registered = self._registrations()
+            if registered is None:
                 return False
-            del self._restarting[bid]
+            for bid, old in list(self._restarting.items()):
+                if registered.get(bid, old) == old:
+                    return False
+                self._restarting.pop(bid, None)
         for p in range(partitions):
             s = self.partition(topic, p)
             if s is None or s.leader is None or len(s.isr) < replication_factor:
@@ -193,14 +194,16 @@ class LogbrokerDB:
 
         try:
             zk = self._client()
+            children = [c for c in zk.get_children_async(zkp.BROKER_IDS).get(timeout=timeout) if c.isdigit()]
+            pending = {int(c): zk.exists_async(f"{zkp.BROKER_IDS}/{c}") for c in children}  # in flight together
             out = {}
-            for child in zk.get_children_async(zkp.BROKER_IDS).get(timeout=timeout):
+            for bid, reply in pending.items():
                 try:
-                    stat = zk.exists_async(f"{zkp.BROKER_IDS}/{child}").get(timeout=timeout)
+                    stat = reply.get(timeout=timeout)
                 except NoNodeError:
                     continue
-                if stat is not None and child.isdigit():
-                    out[int(child)] = int(stat.czxid)
+                if stat is not None:
+                    out[bid] = int(stat.czxid)
             return out
         except (KazooException, KazooTimeoutError, OSError) as e:
             log.warning("ZooKeeper read of %s failed: %s", zkp.BROKER_IDS, e)
