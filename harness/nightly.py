@@ -406,33 +406,27 @@ def case_of(e: Entry, suite: str) -> Any:
 
 
 def summary_html(night: Night) -> str:
-    import html
-
-    from results.index import badge, page
+    from results.index import RunSummary
+    from results.pages import render
 
     counts: dict[str, int] = {}
     for e in night.entries:
         counts[e.outcome] = counts.get(e.outcome, 0) + 1
     rows = []
     for e in night.entries:
-        link = ""
+        href, faults = "", None
         if e.run_dir is not None:
             target = e.run_dir / "report.html" if (e.run_dir / "report.html").is_file() else e.run_dir
-            link = f'<a href="{html.escape(os.path.relpath(target, night.out_dir))}">{html.escape(e.run_dir.name)}</a>'
-        what = ", ".join(e.anomalies) or (e.message.splitlines()[0] if e.message else "")
-        verdict = "incomplete" if e.outcome == "not-run" else e.outcome
-        rows.append(f'<tr class="run" data-name="{html.escape(e.cell.label)}" data-verdict="{verdict}">'
-                    f"<td>{badge(verdict)}</td><td>{html.escape(e.cell.label)}</td><td>{e.cell.seed}</td>"
-                    f"<td>{html.escape(', '.join(e.cell.spec.nemesis) or '-')}</td>"
-                    f"<td>{html.escape(', '.join(e.cell.spec.bugs) or '-')}</td>"
-                    f"<td>{e.seconds:.0f} s</td><td>{link}</td><td>{html.escape(what)}</td></tr>")
-    summary = ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
-    body = (f'<p><a href="../index.html">&larr; all runs</a></p><h1>{html.escape(night.out_dir.name)}</h1>'
-            f'<p id="summary" data-exit="{night.exit_code}">{len(night.entries)} runs: {html.escape(summary)}; '
-            f"budget {_fmt(night.plan.budget_s)}; exit code {night.exit_code}"
-            + (f"; stopped: {html.escape(night.interrupted)}" if night.interrupted else "")
-            + '. <a href="junit.xml">junit.xml</a> · <a href="nightly.json">nightly.json</a></p>'
-            '<table id="runs"><thead><tr><th>verdict</th><th>cell (workload/nemeses/config)</th><th>seed</th>'
-            "<th>faults</th><th>bugs</th><th>time</th><th>run</th><th>anomalies / why</th></tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>")
-    return page(night.out_dir.name, body)
+            href = os.path.relpath(target, night.out_dir)
+            summary = RunSummary.load(e.run_dir)
+            faults = summary.faults if summary is not None else None
+        rows.append({
+            "label": e.cell.label, "verdict": "incomplete" if e.outcome == "not-run" else e.outcome,
+            "seed": e.cell.seed, "families": ", ".join(e.cell.spec.nemesis), "faults": faults,
+            "bugs": ", ".join(e.cell.spec.bugs), "seconds": f"{e.seconds:.0f} s", "href": href,
+            "run": e.run_dir.name if e.run_dir is not None else "",
+            "what": ", ".join(e.anomalies) or (e.message.splitlines()[0] if e.message else ""),
+        })
+    return render("nightly.html", title=night.out_dir.name, rows=rows,
+                  summary=", ".join(f"{n} {o}" for o, n in sorted(counts.items())),
+                  budget=_fmt(night.plan.budget_s), exit_code=night.exit_code, interrupted=night.interrupted or "")

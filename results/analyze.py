@@ -30,7 +30,6 @@ with the store on storage every executor sees, as DESIGN.md says).
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import time
@@ -39,8 +38,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from markupsafe import Markup
 
-from results.index import is_run_dir, page, verdict_of
+from results.index import is_run_dir, verdict_of
+from results.pages import render
 
 DIGITS = 6
 GROUP = ["night", "config"]
@@ -284,14 +285,11 @@ def _write_tables(df: pd.DataFrame, out: Path, stem: str) -> list[Path]:
 
 
 def _html(table: pd.DataFrame, runs: int, master: str, plots: list[Path]) -> str:
-    imgs = "".join(f'<p><img src="{p.name}" alt="{html.escape(p.stem)}" style="max-width:100%"></p>' for p in plots)
-    return page("chaos analysis", (
-        '<p><a href="../index.html">&larr; all runs</a></p><h1>cross-run analysis</h1>'
-        f"<p class=\"muted\">{runs} runs; Spark master {html.escape(master)}; written "
-        f"{time.strftime('%Y-%m-%d %H:%M:%S')}. Files: <a href=\"analysis.csv\">analysis.csv</a>, "
-        "<a href=\"analysis.parquet\">analysis.parquet</a>, <a href=\"runs.csv\">runs.csv</a>, "
-        "<a href=\"runs.parquet\">runs.parquet</a></p>"
-        + table.to_html(index=False, na_rep="-", table_id="analysis", border=0) + imgs))
+    # pandas writes the table's markup (escaped); the template places it as it is
+    return render("analysis.html", title="chaos analysis", runs=runs, master=master,
+                  written=time.strftime("%Y-%m-%d %H:%M:%S"),
+                  table=Markup(table.to_html(index=False, na_rep="-", table_id="analysis", border=0)),
+                  plots=[{"src": p.name, "alt": p.stem} for p in plots])
 
 
 @dataclass(frozen=True)

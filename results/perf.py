@@ -67,6 +67,20 @@ def fault_windows(nemesis_ops: list[dict[str, Any]], families: dict[str, dict[st
     return sorted(windows, key=lambda w: w["start_s"])
 
 
+def fault_name(w: dict[str, Any]) -> str:
+    """`kill-controller`, `partition-halves`: the family-kind name the CLI uses for a window."""
+    fam, kind = str(w.get("family", "")), str(w.get("kind", ""))
+    return fam if not kind or kind == fam else f"{fam}-{kind}"
+
+
+def fault_counts(windows: list[dict[str, Any]]) -> dict[str, int]:
+    """How many faults of each name the run injected: what happened, not what the mix could draw."""
+    counts: dict[str, int] = {}
+    for w in windows:
+        counts[fault_name(w)] = counts.get(fault_name(w), 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def _kind(value: Any, family: str) -> str:
     try:
         return str(json.loads(value).get("kind", family)) if isinstance(value, str) else family
@@ -128,5 +142,6 @@ def perf_facts(rows: pd.DataFrame, out_dir: Path, test_json: dict[str, Any] | No
         "ok_per_s": (n_ok / total_s) if total_s else 0.0,
         "availability": (n_ok / float(avail_pd["total"].sum())) if len(avail_pd) else None,
         "fault_windows": len(windows),
+        "faults": fault_counts(windows),
         "max_recovery_s": max((w["recovery_s"] for w in windows if w["recovery_s"] is not None), default=None),
     }

@@ -37,6 +37,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from kernel.history import OpType, pairs, read_ops, writes  # noqa: E402
+from results.perf import fault_name  # noqa: E402
 
 PLOTS = ("latency-raw.png", "latency-quantiles.png", "rate.png", "availability.png")
 SIZE_IN = (11.0, 4.2)
@@ -129,12 +130,6 @@ def load_perf(run_dir: Path) -> RunPerf:
         faults,
         history_marks(hist) if hist.is_file() else HistoryMarks(),
     )
-
-
-def fault_name(w: dict[str, Any]) -> str:
-    """`kill-controller`, `partition-halves`: the family-kind name the CLI uses."""
-    fam, kind = str(w.get("family", "")), str(w.get("kind", ""))
-    return fam if not kind or kind == fam else f"{fam}-{kind}"
 
 
 def fault_target(w: dict[str, Any]) -> str:

@@ -43,8 +43,12 @@ f.onload = function () {
   out.images = Array.from(d.images).map(function (i) {
     return {src: i.getAttribute('src'), complete: i.complete, width: i.naturalWidth, height: i.naturalHeight}; });
   out.runs = Array.from(d.querySelectorAll('tr.run')).map(function (r) { return [r.dataset.name, r.dataset.verdict]; });
+  out.faults = Array.from(d.querySelectorAll('tr.run td.faults')).map(function (c) { return c.textContent.trim(); });
+  var rf = d.getElementById('faults');
+  out.reportFaults = rf ? rf.textContent.trim() : null;
   var sel = d.getElementById('f-verdict');
   if (sel) {
+    out.countOnLoad = d.getElementById('f-count').textContent;
     sel.value = 'invalid'; sel.dispatchEvent(new Event('change'));
     out.visibleWhenInvalid = Array.from(d.querySelectorAll('tr.run')).filter(function (r) {
       return r.style.display !== 'none'; }).map(function (r) { return r.dataset.name; });
@@ -108,6 +112,7 @@ def test_reports_and_index_in_headless_chromium(served: str, tmp_path: Path) -> 
     assert bad["verdict"] == "invalid" and bad["verdictText"].startswith("INVALID")
     assert bad["anomalies"] == [["inconsistent-offsets", "1", "yes"], ["unseen", "4", "yes"]]
     assert not bad["noAnomaliesRow"]
+    assert bad["reportFaults"] == "kill-leader \u00d73"
     _all_images_loaded(bad, 4)
 
     good = probe(served, "queue/20261123T091833-5/report.html", tmp_path)
@@ -118,6 +123,11 @@ def test_reports_and_index_in_headless_chromium(served: str, tmp_path: Path) -> 
     index = probe(served, "index.html", tmp_path)
     assert index["title"] == "chaos runs"
     assert sorted(index["runs"]) == [["bugk", "invalid"], ["queue", "valid"]]
+    # the counter counts the rows as the page loads (it said "0 of 0 runs" above a table of two)
+    assert index["countOnLoad"] == "2 of 2 runs"
+    # the faults column says what each run injected, with counts, not the families it could draw from
+    faults = dict(zip((name for name, _ in index["runs"]), index["faults"], strict=True))
+    assert faults == {"bugk": "kill-leader \u00d73", "queue": "kill-controller, partition-controller"}
     assert index["visibleWhenInvalid"] == ["bugk"] and index["countText"] == "1 of 2 runs"
 
 

@@ -137,3 +137,12 @@ def test_a_copied_run_outside_a_store_gets_no_index_in_its_parent(tmp_path: Path
     assert not (tmp_path / "index.html").exists() and not (tmp_path / "elsewhere" / "index.html").exists()
     assert {p.name for p in written} == {"report.html", "latency-raw.png", "latency-quantiles.png", "rate.png",
                                          "availability.png"}
+
+
+def test_fault_counts_name_what_happened_by_family_and_kind() -> None:
+    from results.perf import fault_counts
+
+    windows = [{"family": "kill", "kind": "leader"}, {"family": "kill", "kind": "leader"},
+               {"family": "pause", "kind": "pause"}, {"family": "partition", "kind": "halves"}]
+    assert fault_counts(windows) == {"kill-leader": 2, "partition-halves": 1, "pause": 1}
+    assert fault_counts([]) == {}
