@@ -12,10 +12,15 @@ DEBS  := debootstrap zookeeper libfaketime faketime iptables openjdk-17-jre-head
 
 # The default chaos run: 5 nodes, 60 s of the queue workload under every fault family, checked.
 run: deps venv image
-	$(CHAOS) run
+	@$(CHAOS) run
 
 test: deps venv image check
 	$(PY) -m pytest -p no:cacheprovider
+
+# Install steps are quiet: one line each, their tools' output in $(LOGS)/ (shown when a step fails).
+LOGS := .build/logs
+QUIETLY = mkdir -p $(LOGS); log=$(LOGS)/$(1).log; if ! ( $(2) ) >$$log 2>&1; then tail -40 $$log; \
+          echo "$(1) failed; the whole log is $$log"; exit 1; fi
 
 # Debian packages the host needs: debootstrap builds the node image, zookeeper/libfaketime serve the
 # process-level tests, Java 17 runs Spark. apt-get runs only when something is missing.
@@ -23,20 +28,21 @@ deps:
 	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  $(call QUIETLY,apt,apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing); \
 	fi
 
 venv: $(STAMP)
 
+# `test -x pip`: an interrupted earlier attempt leaves a venv without pip
 $(STAMP): pyproject.toml cluster-impl/pyproject.toml
-	test -x $(PIP) || python3 -m venv --clear .venv  # an interrupted earlier attempt leaves a venv without pip
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[dev]' -e './cluster-impl[dev]'
-	rm -f .venv/.stamp-* && touch $@
+	@echo "installing the Python environment (.venv)"
+	@$(call QUIETLY,pip,test -x $(PIP) || python3 -m venv --clear .venv; $(PIP) install -q --upgrade pip && \
+	  $(PIP) install -q -e '.[dev]' -e './cluster-impl[dev]')
+	@rm -f .venv/.stamp-* && touch $@
 
 # The node image: built from Debian packages and our own wheels, cached by a content hash label.
 image: venv
-	$(PY) -m harness.image build
+	@$(PY) -m harness.image build
 
 check: venv
 	.venv/bin/ruff check kernel harness workloads nemesis results cluster-impl tests

@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from harness.options import Finite
 from harness.provision import PROVISIONERS, get_provisioner
 from harness.provision.state import ClusterState
 from harness.ssh import SSHRemote
@@ -132,7 +133,8 @@ def status(name: str) -> int:
 
 @cluster.command(name="exec", context_settings={"ignore_unknown_options": True})
 @click.option("--name", default="chaos", show_default=True)
-@click.option("--timeout", type=float, default=60.0, show_default=True)
+@click.option("--timeout", type=Finite(0, 24 * 3600, min_open=True), default=60.0, show_default=True,
+              help="seconds the command may take")
 @click.argument("node")
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
 def exec_(name: str, timeout: float, node: str, cmd: tuple[str, ...]) -> int:

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from harness.options import Finite
 from kernel.errors import UsageError
 
 
@@ -19,7 +20,7 @@ from kernel.errors import UsageError
 @click.option("--mix", type=click.Choice(["targeted", "full", "both"]), default="both", show_default=True,
               help="Which fault mixes to cycle through.")
 @click.option("--no-baseline", is_flag=True, help="Skip the runs without a switch.")
-@click.option("--time-limit", type=click.FloatRange(5, 3600), default=90.0, show_default=True)
+@click.option("--time-limit", type=Finite(5, 3600), default=90.0, show_default=True)
 @click.option("--nodes", type=click.IntRange(3, 9), default=3, show_default=True)
 @click.option("--store", default="store", show_default=True)
 @click.option("--cluster", default="detect", show_default=True)

@@ -6,13 +6,15 @@ from pathlib import Path
 
 import click
 
+from harness.options import Finite
+
 
 @click.command()
 @click.option("--config", "config_file", type=click.Path(path_type=Path), required=True,
               help="The nightly's TOML file (matrix, budget, shared settings).")
 @click.option("--store", default=None, help="Run store (overrides [base] store).")
 @click.option("--cluster", default=None, help="Cluster name for every run (overrides [base] cluster).")
-@click.option("--budget-minutes", type=click.FloatRange(min=0.1, max=7 * 24 * 60), default=None,
+@click.option("--budget-minutes", type=Finite(min=0.1, max=7 * 24 * 60), default=None,
               help="Wall-time budget (overrides budget_minutes).")
 @click.option("--junit", type=click.Path(path_type=Path), default=None,
               help="Also write the JUnit XML here (it is always in the night's directory).")

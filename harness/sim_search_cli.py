@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from harness.options import Finite
 from kernel.errors import UsageError
 
 
@@ -40,12 +41,12 @@ def parse_rates(text: str) -> tuple[float, ...]:
               help="Wall time for the search (60s, 10m, 1h); shrinking a failing seed may take as long again.")
 @click.option("--nemesis", default=None, help="Fault families, comma-separated (default: every one the simulator has).")
 @click.option("--nodes", type=click.IntRange(3, 9), default=3, show_default=True)
-@click.option("--time-limit", type=click.FloatRange(5, 3600), default=60.0, show_default=True,
+@click.option("--time-limit", type=Finite(5, 3600), default=60.0, show_default=True,
               help="Simulated seconds of workload per seed.")
 @click.option("--rate", "rate_text", default="20,100", show_default=True,
               help="Target ops/s over all workers (simulated time), or a comma-separated list that the seeds "
                    "take turns at (seed modulo its length), e.g. 20,100.")
-@click.option("--nemesis-interval", type=click.FloatRange(0.5, 3600), default=10.0, show_default=True)
+@click.option("--nemesis-interval", type=Finite(0.5, 3600), default=10.0, show_default=True)
 @click.option("--first-seed", type=click.IntRange(0, 2**62), default=1, show_default=True)
 @click.option("--max-seeds", type=click.IntRange(1, 10**9), default=None, help="Stop after this many seeds.")
 @click.option("--jobs", type=click.IntRange(1, 256), default=os.cpu_count() or 1, show_default=True,

@@ -34,6 +34,11 @@ from kernel.remote import Remote
 
 log = logging.getLogger(__name__)
 
+
+def _reason(e: BaseException) -> str:
+    """kazoo's exceptions often carry no message (`ConnectionLoss()`): name the class then."""
+    return str(e) or type(e).__name__
+
 PROCESSES = ("broker", "zookeeper")
 _QUIET = logging.getLogger("chaos.librdkafka.admin")
 _QUIET.addHandler(logging.NullHandler())
@@ -205,8 +210,10 @@ class LogbrokerDB:
                 if stat is not None:
                     out[bid] = int(stat.czxid)
             return out
+        except NoNodeError:
+            return {}  # no broker has registered yet: /brokers/ids is made by the first one
         except (KazooException, KazooTimeoutError, OSError) as e:
-            log.warning("ZooKeeper read of %s failed: %s", zkp.BROKER_IDS, e)
+            log.warning("ZooKeeper read of %s failed: %s", zkp.BROKER_IDS, _reason(e))
             return None
 
     def setup_all(self, *, timeout: float = 90.0) -> None:
@@ -424,7 +431,7 @@ class LogbrokerDB:
         except NoNodeError:
             return None
         except (KazooException, OSError) as e:
-            log.warning("ZooKeeper read of %s failed: %s", path, e)
+            log.warning("ZooKeeper read of %s failed: %s", path, _reason(e))
             return None
 
     def _zk_children(self, path: str) -> list[str] | None:
