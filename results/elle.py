@@ -22,6 +22,7 @@ per file, in order), so the JVM's start is paid once per batch.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shlex
@@ -65,7 +66,8 @@ def export_list_append(history: Path) -> list[dict[str, Any]]:
     """The history as elle-cli list-append ops: invoke/completion pairs, densely re-indexed.
 
     Each send becomes an append transaction of its own (its invoke and completion carry the same
-    append), with its op's outcome. A poll becomes read transactions only if it completed ok and read
+    append), with its op's outcome; every micro-op after an op's first gets a process of its own, so
+    that each process still has one transaction in flight. A poll becomes read transactions only if it completed ok and read
     some key from offset 0: one per key so read, each a pair of its own at the op's completion (its
     invoke carries the read with `null`, as elle expects). A poll is no snapshot: it returns a
     batch-bounded prefix of each key it reads, so two keys read by one poll may be cut at different
@@ -81,19 +83,19 @@ def export_list_append(history: Path) -> list[dict[str, Any]]:
         events.append((at_invoke, len(events), {"type": "invoke", "f": "txn", "process": process, "value": invoked}))
         events.append((at_done, len(events), {"type": typ, "f": "txn", "process": process, "value": mops}))
 
+    spare = itertools.count(1 << 40)  # the process of each micro-op after an op's first: one op in flight each
+
     for inv, done in pairs(read_ops(history)):
         if inv.f not in ("send", "poll", "txn"):
             continue
         if done is None:
-            for m in _mops(inv):
-                pair(inv.index, 2**62, inv.process, "info", [m])
+            for n, m in enumerate(_mops(inv)):
+                pair(inv.index, 2**62, inv.process if n == 0 else next(spare), "info", [m])
             continue
         mops = _mops(done) if done.type is OpType.OK else [m for m in _mops(inv) if m[0] == "append"]
-        for m in mops:
-            if m[0] == "append":
-                pair(inv.index, done.index, done.process, str(done.type), [m])
-            else:
-                pair(done.index, done.index, done.process, str(done.type), [m])
+        for n, m in enumerate(mops):
+            proc = done.process if n == 0 else next(spare)
+            pair(inv.index if m[0] == "append" else done.index, done.index, proc, str(done.type), [m])
     events.sort(key=lambda e: (e[0], e[1]))
     return [{"index": n, **o} for n, (_, _, o) in enumerate(events)]
 

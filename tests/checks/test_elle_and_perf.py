@@ -1,6 +1,7 @@
 """elle-cli export against a golden file in elle-cli's documented list-append JSON form; the real
-elle-cli when installed (a real run, a planted G1a and a planted cycle, a crash and a time-out, one JVM
-per batch); the performance facts a plot reads."""
+elle-cli when installed (a real run, a planted G1a and planted divergent prefixes, a crash and a
+time-out, one JVM per batch; a G1c cycle that our own search finds and elle's one-micro-op view does
+not judge); the performance facts a plot reads."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def test_without_elle_cli_the_check_is_skipped_never_passed(tmp_path: Path, monk
 
 
 def _cycle_history(path: Path) -> Path:
-    """Two transactions that each read the other's send: a G1c cycle only elle-cli can see."""
+    """Two transactions that each read the other's send: a G1c cycle (our own search finds it)."""
     ops = [
         (0, "invoke", [["send", 0, 1], ["poll"]]),
         (1, "invoke", [["send", 1, 2], ["poll"]]),
@@ -74,18 +75,34 @@ def _counting(tmp_path: Path, target: str, env: str = "") -> tuple[str, Path]:
     return str(script), log
 
 
+def _divergent_history(path: Path) -> Path:
+    """Two polls from offset 0 that disagree about the key's second record: prefixes no one list has."""
+    ops = [
+        (0, "invoke", "send", [["send", 0, 1], ["send", 0, 2], ["send", 0, 3]]),
+        (0, "ok", "send", [["send", 0, [0, 1]], ["send", 0, [1, 2]], ["send", 0, [2, 3]]]),
+        (1, "invoke", "poll", [["poll"]]), (1, "ok", "poll", [["poll", {"0": [[0, 1], [1, 2]]}]]),
+        (2, "invoke", "poll", [["poll"]]), (2, "ok", "poll", [["poll", {"0": [[0, 1], [1, 3]]}]]),
+    ]
+    path.write_text("".join(json.dumps({"index": i, "time": i + 1, "process": p, "type": t, "f": f, "value": v})
+                            + "\n" for i, (p, t, f, v) in enumerate(ops)))
+    return path
+
+
 def test_real_elle_cli_judges_a_batch_in_one_jvm(elle_cli: str, tmp_path: Path) -> None:
-    """A real run's export is valid, a planted G1a and a planted G1c cycle are invalid: three
-    histories, one elle-cli process."""
+    """A real run's export is valid, a planted G1a and planted divergent prefixes are invalid; a G1c
+    cycle across two keys is not elle's to judge in our export (one micro-op per transaction: Kafka
+    does not isolate writes, which elle's list-append model would call G0): four histories, one
+    elle-cli process."""
     cmd, log = _counting(tmp_path, elle_cli)
     runs = []
     for name, history in [("real", REAL_RUN / "history.jsonl"), ("g1a", HERE / "corpus" / "G1a" / "history.jsonl"),
+                          ("prefix", _divergent_history(tmp_path / "prefix.jsonl")),
                           ("cycle", _cycle_history(tmp_path / "cycle.jsonl"))]:
         (tmp_path / name).mkdir()
         runs.append((history, tmp_path / name))
     got = run_elle_batch(runs, cmd)
-    assert [r.status for r in got] == ["valid", "invalid", "invalid"], [r.output[-500:] for r in got]
-    assert "G1a" in got[1].detail and "G1c" in got[2].detail
+    assert [r.status for r in got] == ["valid", "invalid", "invalid", "valid"], [r.output[-500:] for r in got]
+    assert "G1a" in got[1].detail and "incompatible-order" in got[2].detail
     assert log.read_text().count("start") == 1
     assert (tmp_path / "real" / "history.elle.json").is_file()
 
@@ -101,16 +118,19 @@ def test_real_elle_cli_crash_and_time_out_are_unknown_with_the_reason(elle_cli: 
 
 @pytest.mark.spark
 def test_check_with_real_elle_cli_folds_its_verdict_in(spark: Any, elle_cli: str, tmp_path: Path) -> None:
-    """`check_runs` with elle-cli: our anomalies find nothing in the cycle, elle-cli does, so the run is
-    invalid; the real run stays valid."""
-    cyc = tmp_path / "cycle"
-    cyc.mkdir()
+    """`check_runs` with elle-cli: divergent prefixes are invalid in both (ours: inconsistent-offsets,
+    elle's: incompatible-order), the G1c cycle is ours alone (elle's view: valid), the real run
+    stays valid in both."""
+    cyc, prefix, real = tmp_path / "cycle", tmp_path / "prefix", tmp_path / "real"
+    for d in (cyc, prefix):
+        d.mkdir()
     _cycle_history(cyc / "history.jsonl")
-    real = tmp_path / "real"
+    _divergent_history(prefix / "history.jsonl")
     shutil.copytree(REAL_RUN, real)
-    a, b = check_runs([cyc, real], spark_master="local[2]", perf=False, elle_cli=elle_cli)
-    assert isinstance(a, CheckResult) and isinstance(b, CheckResult)
-    assert a.anomalies == {} and a.elle["status"] == "invalid" and a.valid is False
+    a, p, b = check_runs([cyc, prefix, real], spark_master="local[2]", perf=False, elle_cli=elle_cli)
+    assert isinstance(a, CheckResult) and isinstance(p, CheckResult) and isinstance(b, CheckResult)
+    assert a.bad_error_types == ["G1c"] and a.elle["status"] == "valid" and a.valid is False
+    assert p.elle["status"] == "invalid" and "inconsistent-offsets" in p.bad_error_types and p.valid is False
     assert b.elle["status"] == "valid" and b.valid is True, b.to_json()
 
 
