@@ -431,8 +431,10 @@ def check_runs(
     if out is not None and len(paths) > 1:
         raise UsageError("--out names one directory; check several runs without it")
     from results.elle import elle_command
+    from results.spark import check_master
 
     elle_command(elle_cli)  # a --elle-cli that is no command line is refused before any work
+    check_master(spark_master)
     with _workdir() as tmp:
         prepared: list[_Run | ChaosError] = []
         for i, p in enumerate(paths):
