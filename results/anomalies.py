@@ -248,13 +248,25 @@ CHECKERS[:] = list(DEFINITIONS)
 #: that sent a value to every op (of any outcome) that polled it, ww from the op that sent the value just
 #: before in the key's version order (Jepsen's by-index: one value per index, here the smallest) to the
 #: op that sent the next, each value taken at its last index (Jepsen's by-value). One row per edge.
-EDGES = """
-  SELECT DISTINCT run, writer AS src, index AS dst, 1 AS rel FROM {t}
-  WHERE kind = 'poll' AND writer IS NOT NULL AND writer <> index
+#: A wr edge whose writer completed ok before its reader was invoked is left out here (most of them:
+#: a history reads what was sent long before): the real-time order already leads from the one to the
+#: other, so the strongly connected components are the same without it; `FORWARD` fetches those edges
+#: back, only between the ops of the few nontrivial components, where naming a cycle needs them.
+WR_ROWS = "{p}kind = 'poll' AND {p}writer IS NOT NULL AND {p}writer <> {p}index"
+FORWARD_WR = "{p}ok_writer = {p}writer AND {p}writer < {p}invoke"
+EDGES = f"""
+  SELECT DISTINCT run, writer AS src, index AS dst, 1 AS rel FROM {{t}}
+  WHERE {WR_ROWS.format(p="")} AND NOT coalesce({FORWARD_WR.format(p="")}, false)
   UNION ALL
   SELECT DISTINCT run, prev_writer, writer, 0 FROM (
     SELECT run, idx, vidx, writer,
       last(chosen) OVER (PARTITION BY run, key ORDER BY idx RANGE BETWEEN 1 PRECEDING AND 1 PRECEDING) AS prev_writer
     FROM (SELECT run, key, idx, vidx, writer, min_by(writer, value) OVER (PARTITION BY run, key, idx) AS chosen
-          FROM {t} WHERE idx IS NOT NULL))
+          FROM {{t}} WHERE idx IS NOT NULL))
   WHERE idx = vidx AND writer IS NOT NULL AND prev_writer IS NOT NULL AND prev_writer <> writer"""
+#: the wr edges `EDGES` leaves out, between ops of the table `{m}` (run, index): both ends must be in it
+FORWARD = f"""
+  SELECT /*+ BROADCAST(a), BROADCAST(b) */ DISTINCT t.run, t.writer AS src, t.index AS dst, 1 AS rel FROM {{t}} t
+  JOIN {{m}} a ON t.run = a.run AND t.index = a.index
+  JOIN {{m}} b ON t.run = b.run AND t.writer = b.index
+  WHERE {WR_ROWS.format(p="t.")} AND {FORWARD_WR.format(p="t.")}"""

@@ -76,11 +76,136 @@ def generate(path: Path, n_ops: int, seed: int = 1, keys: int = 16) -> int:
     return i
 
 
-def _generate_apart(path: Path, n_ops: int) -> None:
-    """`generate` in a child process: it keeps every value it sent (gigabytes at 10^7 ops), which
-    would otherwise stand as this process's peak RSS in the rows of our check."""
-    subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; from results.bench import generate; "
-                    "generate(Path(sys.argv[1]), int(sys.argv[2]))", str(path), str(n_ops)],
+def generate_txn(path: Path, n_ops: int, seed: int = 1, keys: int = 16, clients: int = 8) -> int:
+    """A history of Kafka transactions over a correct log, `n_ops` lines or a few more.
+
+    Up to `clients` transactions are open at once, each of one process: a seeded mix of one to four
+    sends and polls, planned at its invoke. A send takes the key's next offset at once (Kafka orders a
+    transaction's records when they are sent, so open transactions interleave on a key: G0 and ww
+    G1c cycles, which are not bad); a poll is read committed: from the process's position, in offset
+    order, the committed records (aborted ones and markers skipped) below the first record of a
+    transaction still open (the last stable offset), at most 20 of a key; a process is assigned four
+    keys and a poll reads two of them. A transaction commits (ok),
+    aborts (fail: its records and its polls' progress are dropped, its completion still carries its
+    offsets and what it read), or, rarely, ends `info` with either outcome, and its process is
+    retired (a new one assigns its keys and reads them from the start). Each outcome writes a marker
+    at the next offset of every key it sent to, so offsets have gaps, as Kafka's do. A final drain
+    reads every committed record."""
+    rng = random.Random(seed)
+    OPEN, DONE, DROPPED = 0, 1, 2  # noqa: N806 - a record's state
+    logs: list[list[list[int]]] = [[] for _ in range(keys)]  # per key, in offset order: [offset, value, state]
+    i = 0
+    v = 0
+    proc_seq = clients
+
+    with open(path, "w") as f:
+
+        def w(d: dict) -> None:  # type: ignore[type-arg]
+            nonlocal i
+            d["index"], d["time"] = i, i * 1000
+            f.write(json.dumps(d, separators=(",", ":")) + "\n")
+            i += 1
+
+        def append(k: int, value: int, state: int) -> list[int]:
+            log = logs[k]
+            rec = [log[-1][0] + 1 if log else 0, value, state]
+            log.append(rec)
+            return rec
+
+        procs = list(range(clients))
+        pos: dict[int, list[int]] = {}  # process -> per key, the index in logs[k] it reads next
+        mine: dict[int, list[int]] = {}  # process -> the keys it is assigned
+        txns: dict[int, dict] = {}  # type: ignore[type-arg]  # process -> its open transaction
+
+        def start(p: int) -> None:
+            nonlocal v
+            if p not in pos:
+                pos[p] = [0] * keys
+                mine[p] = sorted(rng.sample(range(keys), 4))
+                w({"process": p, "type": "invoke", "f": "assign", "value": mine[p]})
+                w({"process": p, "type": "ok", "f": "assign", "value": mine[p]})
+            plan: list[list[int | str]] = []
+            for _ in range(rng.randint(1, 4)):
+                if rng.random() < 0.5:
+                    v += 1
+                    plan.append(["send", rng.randrange(keys), v])
+                else:
+                    plan.append(["poll"])
+            fs = {m[0] for m in plan}
+            fn = "txn" if len(fs) > 1 else str(plan[0][0])
+            txns[p] = {"f": fn, "plan": plan, "done": [], "pos": list(pos[p]), "sent": []}
+            w({"process": p, "type": "invoke", "f": fn, "value": plan})
+
+        def step(p: int) -> None:
+            t = txns[p]
+            m = t["plan"][len(t["done"])]
+            if m[0] == "send":
+                rec = append(m[1], m[2], OPEN)
+                t["sent"].append((m[1], rec))
+                t["done"].append(["send", m[1], [rec[0], m[2]]])
+                return
+            got: dict[str, list[list[int]]] = {}
+            for k in rng.sample(mine[p], 2):
+                log, at, out = logs[k], t["pos"][k], []
+                while at < len(log) and len(out) < 20 and log[at][2] != OPEN:
+                    if log[at][2] == DONE:
+                        out.append([log[at][0], log[at][1]])
+                    at += 1
+                t["pos"][k] = at
+                if out:
+                    got[str(k)] = out
+            t["done"].append(["poll", got])
+
+        def finish(p: int, outcome: str) -> None:
+            t = txns.pop(p)
+            committed = outcome == "ok" or (outcome == "info" and rng.random() < 0.5)
+            for _, rec in t["sent"]:
+                rec[2] = DONE if committed else DROPPED
+            for k in sorted({k for k, _ in t["sent"]}):
+                append(k, -1, DROPPED)  # the commit or abort marker
+            if outcome == "ok":
+                pos[p] = t["pos"]
+            w({"process": p, "type": outcome, "f": t["f"], "value": t["done"]})
+
+        while i < n_ops - 2 * keys - 4:
+            idle = [p for p in procs if p not in txns]
+            if idle and (not txns or rng.random() < 0.3):
+                start(rng.choice(idle))
+                continue
+            p = rng.choice(list(txns))
+            t = txns[p]
+            if len(t["done"]) < len(t["plan"]):
+                step(p)
+                continue
+            r = rng.random()
+            outcome = "ok" if r < 0.88 else "fail" if r < 0.98 else "info"
+            finish(p, outcome)
+            if outcome == "info":  # an indeterminate client is retired; a new process takes its place
+                procs[procs.index(p)] = proc_seq
+                proc_seq += 1
+        for p in list(txns):
+            t = txns[p]
+            while len(t["done"]) < len(t["plan"]):
+                step(p)
+            finish(p, "ok")
+        keys_all = list(range(keys))
+        w({"process": 999, "type": "invoke", "f": "assign", "value": keys_all, "final": True})
+        w({"process": 999, "type": "ok", "f": "assign", "value": keys_all, "final": True})
+        for k, log in enumerate(logs):
+            done = [[o, x] for o, x, state in log if state == DONE]
+            for s in range(0, len(done), DRAIN_BATCH):
+                w({"process": 999, "type": "invoke", "f": "poll", "value": [["poll"]], "final": True})
+                w({"process": 999, "type": "ok", "f": "poll", "final": True,
+                   "value": [["poll", {str(k): done[s:s + DRAIN_BATCH]}]]})
+    return i
+
+
+def _generate_apart(path: Path, n_ops: int, txn: bool = False) -> None:
+    """`generate` (or `generate_txn`) in a child process: it keeps every value it sent (gigabytes at
+    10^7 ops), which would otherwise stand as this process's peak RSS in the rows of our check."""
+    fn = "generate_txn" if txn else "generate"
+    subprocess.run([sys.executable, "-c", f"import sys; from pathlib import Path; from results.bench import {fn}; "
+                    f"{fn}(Path(sys.argv[1]), int(sys.argv[2]))", str(path), str(n_ops)],
                    check=True, cwd=Path(__file__).resolve().parents[1])
 
 

@@ -266,40 +266,46 @@ def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[int, dict[str, dic
 
 def _add_cycles(fr: Any, runs: list[_Run], found: dict[int, dict[str, dict[str, Any]]], crashed: list[str],
                 warnings: list[str]) -> None:
-    """The dependency cycles of every run (`results.cycles`): the ww and wr edges from one Spark action
-    (as Arrow), each run's real-time order from its ops table, the search in this process. A search
-    that fails is a crashed checker ("unknown"), never a pass."""
-    from results.anomalies import EDGES
-    from results.cycles import CYCLE_TYPES, build, find_cycles
+    """The dependency cycles of every run (`results.cycles`): the ww and wr edges from Spark (as Arrow),
+    each run's real-time order from its ops table, the search in this process. The wr edges that real
+    time already implies come back in a second, small action, only between the ops of the nontrivial
+    components (`results.anomalies.FORWARD`). A search that fails is a crashed checker ("unknown"),
+    never a pass."""
+    from results.anomalies import EDGES, FORWARD
+    from results.cycles import CYCLE_TYPES, build, cyclic_ops, find_cycles, with_edges
     from results.spark import spark_problem
 
     spark = fr.facts.sparkSession
-    view = f"chaos_edges_{next(_views)}"
+    n = next(_views)
+    view, members = f"chaos_edges_{n}", f"chaos_members_{n}"
     fr.facts.createOrReplaceTempView(view)
     try:
-        edges = spark.sql(EDGES.replace("{t}", view)).toArrow()
+        edges = _split(spark.sql(EDGES.replace("{t}", view)).toArrow(), "run")
+        graphs, cyclic = {}, []
+        for r in runs:
+            e = edges.get(r.run, {"src": [], "dst": [], "rel": []})
+            graphs[r.run] = g = build(e["src"], e["dst"], e["rel"], mop_ops(r.columns))
+            cyclic += [(r.run, int(i)) for i in cyclic_ops(g)]
+        extra: dict[int, dict[str, Any]] = {}
+        if cyclic:
+            schema = "run INT, index BIGINT"
+            spark.createDataFrame(cyclic, schema).createOrReplaceTempView(members)
+            extra = _split(spark.sql(FORWARD.replace("{t}", view).replace("{m}", members)).toArrow(), "run")
+        for r in runs:
+            g = graphs[r.run]
+            if r.run in extra:
+                g = with_edges(g, extra[r.run]["src"], extra[r.run]["dst"], extra[r.run]["rel"])
+            cycles = find_cycles(g)
+            if cycles:
+                found.setdefault(r.run, {}).update({k: v.to_json() for k, v in cycles.items()})
     except Exception as e:
         if (problem := spark_problem(spark, e)) is not None:
             raise EnvironmentProblem(problem) from None
         crashed.extend(CYCLE_TYPES)
         warnings.append(f"checker {', '.join(CYCLE_TYPES)} crashed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
-        return
     finally:
         spark.catalog.dropTempView(view)
-    by_run = _split(edges, "run")
-    for r in runs:
-        try:
-            e = by_run.get(r.run)
-            src, dst, rel = ((e["src"], e["dst"], e["rel"]) if e is not None else ([], [], []))
-            cycles = find_cycles(build(src, dst, rel, mop_ops(r.columns)))
-        except Exception as ex:
-            crashed.extend(CYCLE_TYPES)
-            warnings.append(f"checker {', '.join(CYCLE_TYPES)} crashed on run {r.files.history}: "
-                            f"{type(ex).__name__}: {ex}")
-            continue
-        if cycles:
-            mine = found.setdefault(r.run, {})
-            mine.update({k: v.to_json() for k, v in cycles.items()})
+        spark.catalog.dropTempView(members)
 
 
 def _split(table: pa.Table, column: str) -> dict[int, dict[str, Any]]:

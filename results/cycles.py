@@ -99,6 +99,22 @@ def build(src: np.ndarray, dst: np.ndarray, rel: np.ndarray, ops: Ops) -> Graph:
                  np.concatenate(rels).astype(np.int8))
 
 
+def cyclic_ops(g: Graph) -> np.ndarray:
+    """The op indices of the graph's nontrivial strongly connected components (the only ops a cycle
+    can pass through)."""
+    labels, on_cycle = _cyclic(g.n, g.src, g.dst)
+    nodes = np.unique(np.concatenate([g.src[on_cycle], g.dst[on_cycle]]))
+    return np.asarray(g.op_index[nodes[nodes < len(g.op_index)]])
+
+
+def with_edges(g: Graph, src: np.ndarray, dst: np.ndarray, rel: np.ndarray) -> Graph:
+    """`g` with more edges between its ops (op indices that must already be nodes of it)."""
+    s = np.searchsorted(g.op_index, np.asarray(src, dtype=np.int64))
+    d = np.searchsorted(g.op_index, np.asarray(dst, dtype=np.int64))
+    return Graph(g.n, g.op_index, np.concatenate([g.src, s]), np.concatenate([g.dst, d]),
+                 np.concatenate([g.rel, np.asarray(rel, dtype=np.int8)]))
+
+
 def _scc(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """Component label of every node (scipy's strongly connected components)."""
     if n == 0:

@@ -19,13 +19,14 @@ once with windows over that partitioning (no further shuffles, no joins):
 - `polled`: an ok poll read this value of this key (Jepsen's `reads-by-type :ok`, what lost-write and
   unseen look at); `sent`: some op sent it; `failed_at`: the op index of a failed send of it;
   `writer` / `first_writer`: the last / first op that sent it (Jepsen's `writer-of` keeps the last),
-  what the dependency edges and `precommitted-read` use; `max_read_idx`: the highest index an ok
+  what the dependency edges and `precommitted-read` use; `ok_writer`: the last ok op that sent it; `max_read_idx`: the highest index an ok
   poll of the key read.
 
 The table is cached: the anomalies are then row sets of it, collected together (`results.check`).
 Columns: run, key, kind (send, poll, keep, reset, replica), process (a replica's node), index, type,
-pos, offset, value, final, rebalanced, n_assign, epoch (replicas), proven, committed, in_vo, idx, vidx,
-at, polled, sent, failed_at, writer, first_writer, max_read_idx.
+pos, offset, value, final, rebalanced, n_assign, invoke, epoch (replicas), proven, committed, in_vo, idx, vidx,
+at, polled, sent, failed_at, writer, ok_writer, first_writer, max_read_idx (and `invoke`, a poll
+record's op's invoke index).
 """
 
 from __future__ import annotations
@@ -146,6 +147,7 @@ def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[t
           max(kind = 'send') OVER v AS sent,
           max(CASE WHEN kind = 'send' AND type = 'fail' THEN index END) OVER v AS failed_at,
           max(CASE WHEN kind = 'send' THEN index END) OVER v AS writer,
+          max(CASE WHEN kind = 'send' AND type = 'ok' THEN index END) OVER v AS ok_writer,
           min(CASE WHEN kind = 'send' THEN index END) OVER v AS first_writer,
           max(CASE WHEN kind = 'poll' AND type = 'ok' THEN idx END) OVER (PARTITION BY run, key) AS max_read_idx
         FROM (
@@ -204,6 +206,7 @@ def load_replicas(spark: Any, files: list[tuple[int, Path]]) -> DataFrame | None
         F.lit(False).alias("final"),
         F.lit(False).alias("rebalanced"),
         F.lit(None).cast("long").alias("n_assign"),
+        F.lit(None).cast("long").alias("invoke"),
         "epoch",
     )
 

@@ -15,7 +15,8 @@ history), and Spark starts from typed rows:
   records of that key, `rebalanced` when the poll's rebalance log names the key), `keep` (an ok or
   info assign/subscribe names the key), `reset` (an ok or info completion's rebalance log names the
   key). `n_assign` of a send or poll: how many assign/subscribe ops its process had completed (ok or
-  info) by then; `final`: the op belongs to the final drain. `index` is the completion's (the
+  info) by then; `final`: the op belongs to the final drain; `invoke` of a poll record: its op's invoke
+  index (what tells the cycle search that a read came after its write completed). `index` is the completion's (the
   invoke's for one that never completed). `results.frames` builds the keyed table from these rows.
 - `OPS` (`ops-RUN.parquet`): one row per client completion paired with its invoke (its time,
   latency and the invoke's index, which the real-time order of the cycle check needs) and per
@@ -42,6 +43,7 @@ FACTS = pa.schema([
     ("run", pa.int32()), ("key", pa.int64()), ("kind", pa.string()), ("process", pa.string()),
     ("index", pa.int64()), ("type", pa.string()), ("pos", pa.int32()), ("offset", pa.int64()),
     ("value", pa.int64()), ("final", pa.bool_()), ("rebalanced", pa.bool_()), ("n_assign", pa.int64()),
+    ("invoke", pa.int64()),
 ])
 OPS = pa.schema([
     ("run", pa.int32()), ("index", pa.int64()), ("time", pa.int64()), ("latency", pa.int64()),
@@ -148,14 +150,15 @@ class ColumnWriter:
         rows = self._facts.rows
         rb = rebalanced_keys(op) if typ is _OK or typ is _INFO else set()
         for k in rb:
-            rows.append((run, k, "reset", proc, index, t, None, None, None, False, False, None))
+            rows.append((run, k, "reset", proc, index, t, None, None, None, False, False, None, None))
         if f in _MOP_FS:
             seen: dict[int, int] = {}  # key -> records of it so far in this op (a txn may poll a key twice)
             for pos, m in enumerate(op.value):
                 if m[0] == "send":
                     arg = m[2]
                     offset, value = (arg[0], arg[1]) if type(arg) is list else (None, arg)
-                    rows.append((run, m[1], "send", proc, index, t, pos, offset, value, final, False, n_assign))
+                    rows.append((run, m[1], "send", proc, index, t, pos, offset, value, final, False, n_assign,
+                                 None))
                     if typ is _INFO:
                         self.info_sends += 1
                 elif len(m) > 1 and m[1]:
@@ -163,16 +166,17 @@ class ColumnWriter:
                         if pairs:
                             key = int(k)
                             start = seen.get(key, 0)
-                            self._records(key, pairs, start, (run, proc, index, t, final, n_assign), rb)
+                            self._records(key, pairs, start, (run, proc, index, t, final, n_assign, inv.index),
+                                          rb)
                             seen[key] = start + len(pairs)
         elif f in KEY_FS and (typ is _OK or typ is _INFO):
             for k in op.value:
-                rows.append((run, k, "keep", proc, index, t, None, None, None, False, False, None))
+                rows.append((run, k, "keep", proc, index, t, None, None, None, False, False, None, None))
 
     def _records(self, key: int, pairs: list[list[int]], start: int, op: tuple[Any, ...], rb: set[int]) -> None:
         """One poll's records of one key (`start`: the op's records of that key before them): every
         column extended at once."""
-        run, proc, index, t, final, n_assign = op
+        run, proc, index, t, final, n_assign, invoked = op
         n = len(pairs)
         c = self._facts.cols
         offsets, values = zip(*pairs, strict=True)
@@ -188,6 +192,7 @@ class ColumnWriter:
         c[9] += [final] * n
         c[10] += [key in rb] * n
         c[11] += [n_assign] * n
+        c[12] += [invoked] * n
 
     def _maybe_flush(self) -> None:
         if len(self._facts) >= CHUNK:
@@ -206,7 +211,7 @@ class ColumnWriter:
                     self.info_sends += 1
                     self._facts.rows.append((self.run, m[1], "send", proc, inv.index, "info", pos, None,
                                              send_value(m), inv.extra.get("final") is True, False,
-                                             self._n_assign.get(inv.process, 0)))
+                                             self._n_assign.get(inv.process, 0), None))
         self._open.clear()
         self._facts.close()
         self._ops.close()
