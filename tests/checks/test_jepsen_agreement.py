@@ -5,7 +5,8 @@ short real runs: the same verdict and the same anomaly types, apart from the dif
 
 Both read the same input: the history alone (Jepsen's checker does not read replica dumps, so our
 `divergent-replicas` and replica-based `inconsistent-offsets` are out of this comparison by
-construction), with `--sub-via` from the run's test.json. We always draw write-write (offset order)
+construction), with `--sub-via` from the run's test.json; Jepsen's checks all run in one JVM
+(`jepsen_batch.clj`, the shared build's front end looped). We always draw write-write (offset order)
 edges and report the cycles found with and without them (`results.cycles`); Jepsen draws them only
 with `--ww-deps`. So Jepsen runs once as it is by default, whose verdict we must match, and, where we
 report a cycle or its test asks for it, once more with `--ww-deps`: the types are compared with the
@@ -18,7 +19,6 @@ import json
 import shutil
 import subprocess
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -92,12 +92,22 @@ OURS_ONLY: dict[str, Callable[[set[str], str], bool]] = {
 }
 
 
-def _jepsen(tool: str, run: Path, ww_deps: bool) -> dict[str, Any]:
-    how = ",".join(sub_via(json.loads((run / "test.json").read_text()) if (run / "test.json").exists() else None))
-    proc = subprocess.run([tool, "--summary", "--sub-via", how, *(["--ww-deps"] if ww_deps else []),
-                           str(run / "history.jsonl")], capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode in (0, 1, 3), proc.stderr[-2000:]
-    out: dict[str, Any] = json.loads(proc.stdout)
+def _jepsen(tool: str, jobs: list[tuple[Path, bool]], work: Path) -> list[dict[str, Any]]:
+    """Jepsen's checker on each (run, ww_deps), all in one JVM (`jepsen_batch.clj`: what the shared
+    build's front end does per history, without a JVM start per history)."""
+    spec = []
+    for run, ww_deps in jobs:
+        test_json = json.loads((run / "test.json").read_text()) if (run / "test.json").exists() else None
+        spec.append({"history": str(run / "history.jsonl"), "sub-via": ",".join(sub_via(test_json)),
+                     "ww-deps": ww_deps})
+    (work / "jobs.json").write_text(json.dumps(spec))
+    lib = Path(tool).resolve().parent / "lib"
+    proc = subprocess.run(["java", "-Xmx2g", "-Djava.awt.headless=true", "-cp", f"{lib}/*", "clojure.main",
+                           str(HERE / "jepsen_batch.clj"), str(work / "jobs.json"), str(work / "out.jsonl")],
+                          capture_output=True, text=True, timeout=1200, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = [json.loads(line) for line in (work / "out.jsonl").read_text().splitlines()]
+    assert len(out) == len(jobs)
     return out
 
 
@@ -118,16 +128,11 @@ def both(spark: Any, jepsen_check: str, tmp_path_factory: pytest.TempPathFactory
                 shutil.copy(src / name, run / name)
         runs.append(run)
     ours = check_runs(runs, spark_master="local[2]", perf=False, elle_cli="")
-
-    def theirs(i: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        run, mine = runs[i], ours[i]
-        cycles = isinstance(mine, CheckResult) and any(t in CYCLE_TYPES for t in mine.anomalies)
-        ww = _jepsen(jepsen_check, run, True) if cycles or _asks_for_ww(run) else None
-        return _jepsen(jepsen_check, run, False), ww
-
-    with ThreadPoolExecutor(2) as pool:
-        got = list(pool.map(theirs, range(len(runs))))
-    return {r.name: (o, t) for r, o, t in zip(runs, ours, got, strict=True)}
+    ww = [run for run, mine in zip(runs, ours, strict=True)
+          if (isinstance(mine, CheckResult) and any(t in CYCLE_TYPES for t in mine.anomalies)) or _asks_for_ww(run)]
+    got = _jepsen(jepsen_check, [(r, False) for r in runs] + [(r, True) for r in ww], root)
+    plain, with_ww = got[:len(runs)], dict(zip(ww, got[len(runs):], strict=True))
+    return {r.name: (o, (p, with_ww.get(r))) for r, o, p in zip(runs, ours, plain, strict=True)}
 
 
 @pytest.mark.parametrize("case", [p.name for p in SOURCES])
