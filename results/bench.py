@@ -146,7 +146,8 @@ def generate_txn(path: Path, n_ops: int, seed: int = 1, keys: int = 16, clients:
                 return
             got: dict[str, list[list[int]]] = {}
             for k in rng.sample(mine[p], 2):
-                log, at, out = logs[k], t["pos"][k], []
+                log, at = logs[k], t["pos"][k]
+                out: list[list[int]] = []
                 while at < len(log) and len(out) < 20 and log[at][2] != OPEN:
                     if log[at][2] == DONE:
                         out.append([log[at][0], log[at][1]])

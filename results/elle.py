@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernel.errors import EnvironmentProblem, UsageError
+from kernel.errors import ChaosError, EnvironmentProblem, UsageError
 from kernel.history import Op, OpType, Read, pairs, read_ops, reads, writes
 
 TIMEOUT_S = 600
@@ -67,9 +67,9 @@ def export_list_append(history: Path) -> list[dict[str, Any]]:
 
     Each send becomes an append transaction of its own (its invoke and completion carry the same
     append), with its op's outcome; every micro-op after an op's first gets a process of its own, so
-    that each process still has one transaction in flight. A poll becomes read transactions only if it completed ok and read
-    some key from offset 0: one per key so read, each a pair of its own at the op's completion (its
-    invoke carries the read with `null`, as elle expects). A poll is no snapshot: it returns a
+    that each process still has one transaction in flight. A poll becomes read transactions only if
+    it completed ok and read some key from offset 0: one per key so read, each a pair of its own at
+    the op's completion (its invoke carries the read with `null`, as elle expects). A poll is no snapshot: it returns a
     batch-bounded prefix of each key it reads, so two keys read by one poll may be cut at different
     moments, and one transaction holding both would be a false read skew (elle: `G-nonadjacent`);
     a transaction's sends to two keys may interleave with another's (Kafka orders sends when they are
@@ -110,6 +110,7 @@ def elle_command(explicit: str | None = None) -> list[str] | None:
     string turns elle-cli off), else `$ELLE_CLI`, else `elle-cli` on `PATH`; None when there is none.
     A value that is no command line (an unclosed quote) is the user's mistake (UsageError) when
     given as `--elle-cli`, this machine's (EnvironmentProblem) when it is `$ELLE_CLI`."""
+    error: type[ChaosError]
     if explicit is not None:
         target, error = explicit, UsageError
         where = f"--elle-cli {explicit!r}"

@@ -19,8 +19,8 @@ once with windows over that partitioning (no further shuffles, no joins):
 - `polled`: an ok poll read this value of this key (Jepsen's `reads-by-type :ok`, what lost-write and
   unseen look at); `sent`: some op sent it; `failed_at`: the op index of a failed send of it;
   `writer` / `first_writer`: the last / first op that sent it (Jepsen's `writer-of` keeps the last),
-  what the dependency edges and `precommitted-read` use; `ok_writer`: the last ok op that sent it; `max_read_idx`: the highest index an ok
-  poll of the key read.
+  what the dependency edges and `precommitted-read` use; `ok_writer`: the last ok op that sent it;
+  `max_read_idx`: the highest index an ok poll of the key read.
 
 The table is cached: the anomalies are then row sets of it, collected together (`results.check`).
 Columns: run, key, kind (send, poll, keep, reset, replica), process (a replica's node), index, type,

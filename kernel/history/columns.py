@@ -15,9 +15,9 @@ history), and Spark starts from typed rows:
   records of that key, `rebalanced` when the poll's rebalance log names the key), `keep` (an ok or
   info assign/subscribe names the key), `reset` (an ok or info completion's rebalance log names the
   key). `n_assign` of a send or poll: how many assign/subscribe ops its process had completed (ok or
-  info) by then; `final`: the op belongs to the final drain; `invoke` of a poll record: its op's invoke
-  index (what tells the cycle search that a read came after its write completed). `index` is the completion's (the
-  invoke's for one that never completed). `results.frames` builds the keyed table from these rows.
+  info) by then; `final`: the op belongs to the final drain; `invoke` of a poll record: its op's
+  invoke index (what tells the cycle search that a read came after its write completed). `index` is
+  the completion's (the invoke's for one that never completed). `results.frames` builds the keyed table from these rows.
 - `OPS` (`ops-RUN.parquet`): one row per client completion paired with its invoke (its time,
   latency and the invoke's index, which the real-time order of the cycle check needs) and per
   nemesis op (its value and fault as JSON text), for the perf facts.

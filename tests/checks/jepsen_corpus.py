@@ -112,7 +112,8 @@ SUBSCRIBE = {"config": {"sub_via": ["subscribe"]}, "complete": True}
 
 #: name -> (ops, anomaly types we report, test.json, what the Clojure test asserts)
 CASES: dict[str, tuple[list[Op], list[str], dict[str, Any] | None, str]] = {
-    "version-orders": (_version_orders_first(), ["G1c-realtime", "duplicate", "inconsistent-offsets", "unexpected"], None,
+    "version-orders": (_version_orders_first(), ["G1c-realtime", "duplicate", "inconsistent-offsets", "unexpected"],
+                       None,
                        "inconsistent-offsets at x offset 1 (b, c): the info txn's sends count, a read proves it"),
     "version-orders-real-world": (
         [o(379, "invoke", "send", [S(11, 641)]), o(379, "ok", "send", [S(11, [537, 641])]),
@@ -140,7 +141,8 @@ CASES: dict[str, tuple[list[Op], list[str], dict[str, Any] | None, str]] = {
                                    "no lost-write: nothing proves the info send of b committed"),
     "lost-write-atomic-proven": (_lost_write_atomic(True), ["lost-write"], None,
                                  "lost-write of b: a read of a proves its info send committed"),
-    "poll-skip": (_poll_skip(), ["G0", "G1c-realtime", "int-send-skip", "lost-write", "poll-skip"], None, "poll-skip over c and over f"),
+    "poll-skip": (_poll_skip(), ["G0", "G1c-realtime", "int-send-skip", "lost-write", "poll-skip"], None,
+                  "poll-skip over c and over f"),
     "poll-skip-subscribe-other-key": (
         _poll_skip(_sub("subscribe", [y]), _sub("assign", [y], "info")),
         ["G0", "G1c-realtime", "int-send-skip", "lost-write"], None,
@@ -169,10 +171,13 @@ CASES: dict[str, tuple[list[Op], list[str], dict[str, Any] | None, str]] = {
                                              None, "nonmonotonic-poll: x stayed subscribed"),
     "nonmonotonic-poll-assign-same-key": (_nonmonotonic_poll(_sub("assign", [x, y])), ["nonmonotonic-poll"], None,
                                           "nonmonotonic-poll: x stayed assigned"),
-    "nonmonotonic-send": (_nonmonotonic_send(), ["G0-realtime", "nonmonotonic-send", "unseen"], None, "nonmonotonic-send d then a"),
-    "nonmonotonic-send-subscribe-other-key": (_nonmonotonic_send(_sub("subscribe", [y])), ["G0-realtime", "unseen"], None,
+    "nonmonotonic-send": (_nonmonotonic_send(), ["G0-realtime", "nonmonotonic-send", "unseen"], None,
+                          "nonmonotonic-send d then a"),
+    "nonmonotonic-send-subscribe-other-key": (_nonmonotonic_send(_sub("subscribe", [y])), ["G0-realtime", "unseen"],
+                                              None,
                                               "no nonmonotonic-send after subscribing to y only"),
-    "nonmonotonic-send-assign-other-key": (_nonmonotonic_send(_sub("assign", [y], "info")), ["G0-realtime", "unseen"], None,
+    "nonmonotonic-send-assign-other-key": (_nonmonotonic_send(_sub("assign", [y], "info")), ["G0-realtime", "unseen"],
+                                           None,
                                            "no nonmonotonic-send after an info assign of y only"),
     "nonmonotonic-send-subscribe-same-key": (_nonmonotonic_send(_sub("subscribe", [x, y])),
                                              ["G0-realtime", "nonmonotonic-send", "unseen"], None,
@@ -209,7 +214,8 @@ CASES: dict[str, tuple[list[Op], list[str], dict[str, Any] | None, str]] = {
          o(2, "invoke", "poll", [P()]), o(2, "ok", "poll", [P({x: [[2, b], [3, a]]})])],
         ["G0", "duplicate"], None, "duplicate: a at offsets 1 and 3"),
     "duplicate-hash-insensitive": (_hash_insensitive(),
-                                   ["duplicate", "inconsistent-offsets", "nonmonotonic-poll", "nonmonotonic-send"], None,
+                                   ["duplicate", "inconsistent-offsets", "nonmonotonic-poll", "nonmonotonic-send"],
+                                   None,
                                    "every value a duplicate; inconsistent-offsets at offsets 0 and 1"),
     "duplicate-aborted-txn": (
         [o(0, "invoke", "send", [S(x, 0)]), o(0, "ok", "send", [S(x, [1, 0])]),

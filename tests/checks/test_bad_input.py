@@ -125,8 +125,9 @@ def test_many_paths_each_get_their_own_verdict_and_the_worst_exit_code(
 @pytest.mark.spark
 def test_replica_dumps_stay_with_their_run_when_an_earlier_path_is_not_judged(spark: object, tmp_path: Path) -> None:
     """Runs are numbered by their place among the paths, and a path that is refused or has no send or
-    poll (invalid without a Spark job: empty-transaction-graph) is skipped: the replica dumps of the runs after it must still join their own run's
-    facts (divergent replicas found in their run, nowhere else)."""
+    poll (invalid without a Spark job: empty-transaction-graph) is skipped: the replica dumps of the
+    runs after it must still join their own run's facts (divergent replicas found in their run,
+    nowhere else)."""
     from results.check import CheckResult, check_runs
 
     corpus = Path(__file__).resolve().parent / "corpus"

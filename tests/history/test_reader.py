@@ -107,7 +107,8 @@ def test_every_transcribed_jepsen_case_is_read() -> None:
 @pytest.mark.parametrize(("invoke", "done", "why"), [
     ([["send", 0, 1], ["poll"]], [["send", 0, [0, 1]], ["poll", {}], ["send", 1, [0, 5]]],
      "value\\[2\\] sends 5 to key 1, which its invoke \\(line 1\\) did not send"),
-    ([["send", 0, 1], ["send", 0, 2]], [["send", 0, [0, 2]], ["send", 0, [1, 1]]], "value\\[0\\] sends 2 to key 0 out of the order of its invoke"),
+    ([["send", 0, 1], ["send", 0, 2]], [["send", 0, [0, 2]], ["send", 0, [1, 1]]],
+     "value\\[0\\] sends 2 to key 0 out of the order of its invoke"),
     ([["send", 0, 1], ["send", 1, 2]], [["send", 0, 1]], "completes without the send of 2 to key 1"),
     ([["poll"]], [["poll", {"0": [[0, 1]]}], ["send", 0, 1]], "value\\[1\\] is a 'send' micro-op inside a 'poll' op"),
     ([["send", 0, 1], ["append", 0, 2]], None, "value\\[1\\] is an unknown micro-op 'append'"),
