@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 DRAIN_BATCH = 500
 #: about how many bytes an op of `generate` takes in history.jsonl
@@ -84,8 +85,8 @@ def generate_txn(path: Path, n_ops: int, seed: int = 1, keys: int = 16, clients:
     transaction's records when they are sent, so open transactions interleave on a key: G0 and ww
     G1c cycles, which are not bad); a poll is read committed: from the process's position, in offset
     order, the committed records (aborted ones and markers skipped) below the first record of a
-    transaction still open (the last stable offset), at most 20 of a key; a process is assigned four
-    keys and a poll reads two of them. A transaction commits (ok),
+    transaction still open (the last stable offset), at most 8 records; a process is assigned four
+    keys and a poll reads one of them (so a line is ~150 bytes, as the other generator's). A transaction commits (ok),
     aborts (fail: its records and its polls' progress are dropped, its completion still carries its
     offsets and what it read), or, rarely, ends `info` with either outcome, and its process is
     retired (a new one assigns its keys and reads them from the start). Each outcome writes a marker
@@ -145,10 +146,10 @@ def generate_txn(path: Path, n_ops: int, seed: int = 1, keys: int = 16, clients:
                 t["done"].append(["send", m[1], [rec[0], m[2]]])
                 return
             got: dict[str, list[list[int]]] = {}
-            for k in rng.sample(mine[p], 2):
+            for k in rng.sample(mine[p], 1):
                 log, at = logs[k], t["pos"][k]
                 out: list[list[int]] = []
-                while at < len(log) and len(out) < 20 and log[at][2] != OPEN:
+                while at < len(log) and len(out) < 8 and log[at][2] != OPEN:
                     if log[at][2] == DONE:
                         out.append([log[at][0], log[at][1]])
                     at += 1
@@ -222,10 +223,10 @@ def _hwm_mb(status: str) -> float:
     return 0.0
 
 
-def timed_process(cmd: list[str], timeout: float = 3600) -> dict[str, object]:
+def timed_process(cmd: list[str], timeout: float = 3600, env: dict[str, str] | None = None) -> dict[str, object]:
     """Run `cmd`, return its wall time, exit code and peak RSS (VmHWM of it and its children, polled)."""
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     peak = 0.0
     try:
         while proc.poll() is None:
@@ -295,16 +296,26 @@ JEPSEN = Path(os.environ["JEPSEN_KAFKA_CHECK"]) if "JEPSEN_KAFKA_CHECK" in os.en
 CHAOS = str(Path(sys.executable).parent / "chaos")
 
 
-def _jepsen(history: Path) -> dict[str, object] | None:
+def _jepsen(history: Path, heap: str | None = None) -> dict[str, object] | None:
+    """Jepsen's checker on `history` in a fresh JVM, as it is used (`heap`: its -Xmx, else the build's 2g)."""
     if not JEPSEN.is_file() or not shutil.which("java"):
         return None
-    return timed_process([str(JEPSEN), "--summary", str(history)])
+    env = {**os.environ, "JAVA_OPTS": f"-Xmx{heap}"} if heap else None
+    return timed_process([str(JEPSEN), "--summary", str(history)], env=env)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, default=Path("bench-results/check.json"))
     ap.add_argument("--sizes", default="10000,100000,1000000,10000000")
+    ap.add_argument("--txn-sizes", default="10000,1000000",
+                    help="transactional histories (`generate_txn`: sends and polls in transactions that "
+                         "commit, abort or end unknown; the cycle search has real work)")
+    ap.add_argument("--jepsen-txn-heap", default="6g",
+                    help="Jepsen's -Xmx for the transactional rows (its realtime and dependency graphs "
+                         "need more than the build's 2g at 10^6 ops)")
+    ap.add_argument("--reference-max-ops", type=int, default=2_000_000,
+                    help="run the Python reference only up to this size")
     ap.add_argument("--jepsen-max-ops", type=int, default=1_000_000,
                     help="run Jepsen's checker only up to this size (it holds the whole history in one heap: "
                          "~6 GB at 10^6 ops, so 10^7 does not fit this machine)")
@@ -325,7 +336,8 @@ def main() -> int:
     doc: dict[str, object] = {"master": args.master, "cores": os.cpu_count(), "jepsen": str(JEPSEN)}
     t0 = time.perf_counter()
     # the session's JIT is chosen by the largest history it will check (results.spark.SMALL_BYTES)
-    get_spark(args.master, max(int(n) for n in args.sizes.split(",")) * BYTES_PER_OP)
+    sizes = [int(n) for n in f"{args.sizes},{args.txn_sizes}".split(",") if n]
+    get_spark(args.master, max(sizes, default=10_000) * BYTES_PER_OP)
     doc["spark_startup_s"] = round(time.perf_counter() - t0, 2)
     # the first job in a fresh JVM pays class loading and JIT; measure it once on a tiny history
     with tempfile.TemporaryDirectory() as d:
@@ -338,12 +350,14 @@ def main() -> int:
     doc["runs"] = rows
 
     def save() -> None:
-        doc["fit"] = fit([r for r in rows if r["name"] != "real"])
+        doc["fit"] = fit([r for r in rows if r["name"] != "real" and not str(r["name"]).startswith("txn")])
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(doc, indent=2))
 
-    cases: list[tuple[str, int | None]] = [("real", None)] + [(f"{int(n):.0e}", int(n)) for n in args.sizes.split(",")]
-    for name, n in cases:
+    cases: list[tuple[str, int | None, bool]] = [("real", None, False)]
+    cases += [(f"{int(n):.0e}", int(n), False) for n in args.sizes.split(",") if n]
+    cases += [(f"txn-{int(n):.0e}", int(n), True) for n in args.txn_sizes.split(",") if n]
+    for name, n, txn in cases:
         with tempfile.TemporaryDirectory() as d:
             run = Path(d)
             tg = time.perf_counter()
@@ -351,7 +365,7 @@ def main() -> int:
                 shutil.copy(REAL / "history.jsonl", run / "history.jsonl")
                 shutil.copy(REAL / "test.json", run / "test.json")
             else:
-                _generate_apart(run / "history.jsonl", n)
+                _generate_apart(run / "history.jsonl", n, txn)
             gen_s = time.perf_counter() - tg
             ops = len((run / "history.jsonl").read_bytes().splitlines())
             # the first check of a new size still warms the JIT up; a warm session has done it before:
@@ -377,38 +391,51 @@ def main() -> int:
                 # the machine is shared: the 1-minute load average says how much of the time was ours
                 "load_avg_1m": round(os.getloadavg()[0], 2),
             }
-            # as many times as our check, the median kept (the first call also imports the module)
-            refs = [python_reference(run / "history.jsonl") for _ in times]
-            ref_s = sorted(x[0] for x in refs)[len(refs) // 2]
-            ref_mb, ref_found = max(x[1] for x in refs), refs[-1][2]
-            row["python_reference_s"] = round(ref_s, 2)
-            row["python_reference_repeats_s"] = [round(x[0], 2) for x in refs]
-            row["python_reference_peak_growth_mb"] = round(ref_mb, 1)
-            row["python_reference_anomalies"] = ref_found
-            # the reference leaves out replica dumps and commits (results/reference.py): compare the rest
-            left_out = {"divergent-replicas", "lost-commit", "commit-regression", "reread-committed"}
-            row["python_reference_agrees"] = set(ref_found) == set(r.anomalies) - left_out
-            row["ratio_ours_to_python_reference"] = round(dt / ref_s, 2)
-            print(f"{name}: ours (warm) {dt:.2f} s, Python reference {ref_s:.2f} s, ratio "
-                  f"{row['ratio_ours_to_python_reference']}", flush=True)
+            if txn:
+                row["cycles"] = {t: r.anomalies[t]["count"] for t in ("G0", "G1c", "G0-realtime", "G1c-realtime")
+                                 if t in r.anomalies}
+            rows.append(row)
+            if n is not None and n > args.reference_max_ops:
+                row["python_reference"] = {"skipped": f"above --reference-max-ops {args.reference_max_ops}"}
+            else:
+                _reference_columns(row, run, times, dt, r)
             if n is None or n <= 10_000:
                 row["fresh_process"] = timed_process(
                     [CHAOS, "check", "--no-perf", "--elle-cli", "", "--spark-master", args.master, str(run)])
-            jep = _jepsen(run / "history.jsonl") if n is None or n <= args.jepsen_max_ops else None
+            heap = args.jepsen_txn_heap if txn else None
+            jep = _jepsen(run / "history.jsonl", heap) if n is None or n <= args.jepsen_max_ops else None
             if n is not None and n > args.jepsen_max_ops:
                 row["jepsen"] = {"skipped": f"above --jepsen-max-ops {args.jepsen_max_ops}: Jepsen's checker holds "
                                             "the whole history in one heap (~6 GB at 10^6 ops)"}
             elif jep is not None:
-                row["jepsen"] = jep
+                row["jepsen"] = jep if heap is None else {**jep, "heap": heap}
                 row["ratio_ours_to_jepsen"] = round(dt / float(jep["wall_s"]), 2)  # type: ignore[arg-type]
-            rows.append(row)
             print(json.dumps(row), flush=True)
             save()
-    doc["many_runs"] = many_runs(args.runs, args.run_ops, args.separate, args.master)
+    if args.runs > 0:
+        doc["many_runs"] = many_runs(args.runs, args.run_ops, args.separate, args.master)
     save()
-    print(json.dumps(doc["many_runs"]), flush=True)
+    print(json.dumps(doc.get("many_runs")), flush=True)
     print(f"fit: {doc['fit']}; written to {args.out}")
     return 0
+
+
+def _reference_columns(row: dict[str, object], run: Path, times: list[float], dt: float, r: Any) -> None:
+    """The Python reference beside our check: as many times as ours, the median kept (the first call
+    also imports the module)."""
+    refs = [python_reference(run / "history.jsonl") for _ in times]
+    ref_s = sorted(x[0] for x in refs)[len(refs) // 2]
+    ref_mb, ref_found = max(x[1] for x in refs), refs[-1][2]
+    row["python_reference_s"] = round(ref_s, 2)
+    row["python_reference_repeats_s"] = [round(x[0], 2) for x in refs]
+    row["python_reference_peak_growth_mb"] = round(ref_mb, 1)
+    row["python_reference_anomalies"] = ref_found
+    # the reference leaves out replica dumps and commits (results/reference.py): compare the rest
+    left_out = {"divergent-replicas", "lost-commit", "commit-regression", "reread-committed"}
+    row["python_reference_agrees"] = set(ref_found) == set(r.anomalies) - left_out
+    row["ratio_ours_to_python_reference"] = round(dt / ref_s, 2)
+    print(f"{row['name']}: ours (warm) {dt:.2f} s, Python reference {ref_s:.2f} s, ratio "
+          f"{row['ratio_ours_to_python_reference']}", flush=True)
 
 
 def many_runs(n: int, ops: int, separate: int | None, master: str) -> dict[str, object]:

@@ -65,6 +65,7 @@ class ColumnFiles:
     facts: Path
     ops: Path
     info_sends: int = 0  # send micro-ops of info completions (or never completed): none, no proof to look for
+    rows: int = 0  # rows of the facts table (how much work the Spark job has, better than the file's bytes)
 
 
 class _Table:
@@ -78,6 +79,7 @@ class _Table:
         self.cols: list[list[Any]] = [[] for _ in schema]  # bulk rows, column by column
         strings = [f.name for f in schema if f.type == pa.string()]
         self.writer = pq.ParquetWriter(path, schema, use_dictionary=strings, compression="none")
+        self.written = 0
 
     def __len__(self) -> int:
         return len(self.rows) + len(self.cols[0])
@@ -87,6 +89,7 @@ class _Table:
             return
         singles = list(zip(*self.rows, strict=True)) if self.rows else [()] * len(self.cols)
         arrays = [pa.array(c + list(r), type=f.type) for c, r, f in zip(self.cols, singles, self.schema, strict=True)]
+        self.written += len(arrays[0])
         self.rows = []
         self.cols = [[] for _ in self.schema]
         self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
@@ -215,7 +218,7 @@ class ColumnWriter:
         self._open.clear()
         self._facts.close()
         self._ops.close()
-        return ColumnFiles(self.files.facts, self.files.ops, self.info_sends)
+        return ColumnFiles(self.files.facts, self.files.ops, self.info_sends, self._facts.written)
 
     def abort(self) -> None:
         """Close and delete the files after a failed pass (their content is not to be used)."""
