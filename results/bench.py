@@ -34,22 +34,29 @@ DRAIN_BATCH = 500
 BYTES_PER_OP = 110
 
 
+class _Lines:
+    """A history file written an op at a time: `index` counts the lines, `time` is 1 µs apart."""
+
+    def __init__(self, f: Any) -> None:
+        self.f = f
+        self.n = 0
+
+    def __call__(self, d: dict[str, Any]) -> None:
+        d["index"], d["time"] = self.n, self.n * 1000
+        self.f.write(json.dumps(d, separators=(",", ":")) + "\n")
+        self.n += 1
+
+
 def generate(path: Path, n_ops: int, seed: int = 1, keys: int = 16) -> int:
     rng = random.Random(seed)
     logs: list[list[int]] = [[] for _ in range(keys)]
     pos = [0] * keys
-    i = 0
     v = 0
     with open(path, "w") as f:
-
-        def w(d: dict) -> None:  # type: ignore[type-arg]
-            nonlocal i
-            d["index"], d["time"] = i, i * 1000
-            f.write(json.dumps(d, separators=(",", ":")) + "\n")
-            i += 1
+        w = _Lines(f)
 
         drain_ops = 2 + 2 * sum(-(-len(log) // DRAIN_BATCH) for log in logs)  # grows as we go; re-checked below
-        while i < n_ops - drain_ops:
+        while w.n < n_ops - drain_ops:
             if rng.random() < 0.7:
                 k, p = rng.randrange(keys), rng.randrange(8)
                 v += 1
@@ -63,7 +70,7 @@ def generate(path: Path, n_ops: int, seed: int = 1, keys: int = 16) -> int:
                 pos[k] += len(got)
                 w({"process": p, "type": "invoke", "f": "poll", "value": [["poll"]]})
                 w({"process": p, "type": "ok", "f": "poll", "value": [["poll", {str(k): got}]]})
-            if i % 1000 < 2:
+            if w.n % 1000 < 2:
                 drain_ops = 2 + 2 * sum(-(-len(log) // DRAIN_BATCH) + 1 for log in logs)
         # the final drain, as `chaos run` does it: assign every key, then batch-bounded polls
         keys_all = list(range(keys))
@@ -74,7 +81,7 @@ def generate(path: Path, n_ops: int, seed: int = 1, keys: int = 16) -> int:
                 batch = [[o, log[o]] for o in range(start, min(start + DRAIN_BATCH, len(log)))]
                 w({"process": 999, "type": "invoke", "f": "poll", "value": [["poll"]], "final": True})
                 w({"process": 999, "type": "ok", "f": "poll", "final": True, "value": [["poll", {str(k): batch}]]})
-    return i
+    return w.n
 
 
 def generate_txn(path: Path, n_ops: int, seed: int = 1, keys: int = 16, clients: int = 8) -> int:
@@ -95,17 +102,11 @@ def generate_txn(path: Path, n_ops: int, seed: int = 1, keys: int = 16, clients:
     rng = random.Random(seed)
     OPEN, DONE, DROPPED = 0, 1, 2  # noqa: N806 - a record's state
     logs: list[list[list[int]]] = [[] for _ in range(keys)]  # per key, in offset order: [offset, value, state]
-    i = 0
     v = 0
     proc_seq = clients
 
     with open(path, "w") as f:
-
-        def w(d: dict) -> None:  # type: ignore[type-arg]
-            nonlocal i
-            d["index"], d["time"] = i, i * 1000
-            f.write(json.dumps(d, separators=(",", ":")) + "\n")
-            i += 1
+        w = _Lines(f)
 
         def append(k: int, value: int, state: int) -> list[int]:
             log = logs[k]
@@ -169,7 +170,7 @@ def generate_txn(path: Path, n_ops: int, seed: int = 1, keys: int = 16, clients:
                 pos[p] = t["pos"]
             w({"process": p, "type": outcome, "f": t["f"], "value": t["done"]})
 
-        while i < n_ops - 2 * keys - 4:
+        while w.n < n_ops - 2 * keys - 4:
             idle = [p for p in procs if p not in txns]
             if idle and (not txns or rng.random() < 0.3):
                 start(rng.choice(idle))
@@ -199,7 +200,7 @@ def generate_txn(path: Path, n_ops: int, seed: int = 1, keys: int = 16, clients:
                 w({"process": 999, "type": "invoke", "f": "poll", "value": [["poll"]], "final": True})
                 w({"process": 999, "type": "ok", "f": "poll", "final": True,
                    "value": [["poll", {str(k): done[s:s + DRAIN_BATCH]}]]})
-    return i
+    return w.n
 
 
 def _generate_apart(path: Path, n_ops: int, txn: bool = False) -> None:

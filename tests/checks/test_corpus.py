@@ -86,3 +86,15 @@ def test_every_anomaly_has_a_case_and_a_near_miss() -> None:
     near = [c for c in CASES if c.startswith("near-")]
     without_near = [a for a in CHECKERS if not any(c == f"near-{a}" or c.startswith(f"near-{a}-") for c in near)]
     assert not without_near, f"anomalies without a near-miss case: {without_near}"
+
+
+def test_a_generated_transactional_history_is_valid(spark: Any, tmp_path: Path) -> None:
+    """The benchmark's transactional history (a correct log) through the whole pipeline: valid, with
+    the cycles Kafka's interleaved transactions make reported and none of them bad."""
+    from results.bench import generate_txn
+
+    generate_txn(tmp_path / "history.jsonl", 5_000, seed=2)
+    r = check_run(tmp_path, spark_master="local[2]", perf=False, elle_cli="")
+    assert r.valid is True and r.bad_error_types == [], r.to_json()
+    cycles = {t: r.anomalies[t] for t in ("G0", "G1c", "G0-realtime", "G1c-realtime") if t in r.anomalies}
+    assert cycles and all(c["without_ww"] == 0 for c in cycles.values()), cycles

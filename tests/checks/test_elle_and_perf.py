@@ -45,6 +45,7 @@ def test_elle_verbose_output_is_read_per_file_by_valid_alone() -> None:
 
 def test_without_elle_cli_the_check_is_skipped_never_passed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ELLE_CLI", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-elle-here"))
     r = run_elle(GOLDEN_HISTORY, tmp_path)
     assert r.status == "skipped" and r.status != "valid"
     monkeypatch.setenv("ELLE_CLI", "/nonexistent/elle-cli")
@@ -192,3 +193,32 @@ def test_perf_facts_of_many_runs_in_one_job_stay_with_their_run(spark: Any, tmp_
         assert len(lat) == sum(1 for d in lines if d["type"] != "invoke"), run.name
         assert sorted(lat["time_s"] * 1e9) == pytest.approx(sorted(d["time"] for d in lines if d["type"] != "invoke"))
         assert r.perf["fault_windows"] == 0 and r.timings["runs_in_job"] == 3
+
+
+def test_elle_cli_is_found_as_a_user_installs_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--elle-cli first, then $ELLE_CLI, then elle-cli on PATH; when none, one sentence says what will not
+    be looked for (and nothing when it was turned off on purpose); a value that is no command line is
+    the user's mistake (exit 3) or this machine's (exit 6), never a crash."""
+    from kernel.errors import EnvironmentProblem, UsageError
+    from results.elle import absent_note, elle_command
+
+    on_path = tmp_path / "bin" / "elle-cli"
+    on_path.parent.mkdir()
+    on_path.write_text("#!/bin/sh\nexit 0\n")
+    on_path.chmod(0o755)
+    monkeypatch.delenv("ELLE_CLI", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert elle_command(None) is None
+    note = absent_note(None)
+    assert note is not None and "elle-cli not found" in note and "will not run" in note and "G1a" in note
+    assert absent_note("") is None and elle_command("") is None
+    monkeypatch.setenv("PATH", str(on_path.parent))
+    assert elle_command(None) == [str(on_path)] and absent_note(None) is None
+    monkeypatch.setenv("ELLE_CLI", "/opt/elle/elle-cli --flag")
+    assert elle_command(None) == ["/opt/elle/elle-cli", "--flag"]
+    assert elle_command("/x/elle.jar") == ["java", "-jar", "/x/elle.jar"]
+    with pytest.raises(UsageError, match="--elle-cli '\"oops' is not a command line"):
+        elle_command('"oops')
+    monkeypatch.setenv("ELLE_CLI", '"oops')
+    with pytest.raises(EnvironmentProblem, match="ELLE_CLI="):
+        elle_command(None)
