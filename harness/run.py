@@ -96,6 +96,8 @@ def run(test: Test, *, progress: bool = True, say: Callable[[str], None] = _stde
     """Every phase of one run. With `check=False` the run stops after its history, dumps and logs are
     stored (`complete: true`) and is left for the caller to judge with others in one job (`chaos
     nightly`); its outcome is then "unchecked"."""
+    if check and (note := getattr(test.checker, "announce", lambda: None)()):
+        say(note)  # once, at the start: what this run's check will not look for
     if test.spec.provisioner == "sim":
         return run_simulated(test, say, check=check)
     logging.getLogger("kazoo").setLevel(logging.ERROR)  # its reconnect chatter during partitions is expected

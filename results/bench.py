@@ -27,28 +27,36 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 DRAIN_BATCH = 500
 #: about how many bytes an op of `generate` takes in history.jsonl
 BYTES_PER_OP = 110
 
 
+class _Lines:
+    """A history file written an op at a time: `index` counts the lines, `time` is 1 µs apart."""
+
+    def __init__(self, f: Any) -> None:
+        self.f = f
+        self.n = 0
+
+    def __call__(self, d: dict[str, Any]) -> None:
+        d["index"], d["time"] = self.n, self.n * 1000
+        self.f.write(json.dumps(d, separators=(",", ":")) + "\n")
+        self.n += 1
+
+
 def generate(path: Path, n_ops: int, seed: int = 1, keys: int = 16) -> int:
     rng = random.Random(seed)
     logs: list[list[int]] = [[] for _ in range(keys)]
     pos = [0] * keys
-    i = 0
     v = 0
     with open(path, "w") as f:
-
-        def w(d: dict) -> None:  # type: ignore[type-arg]
-            nonlocal i
-            d["index"], d["time"] = i, i * 1000
-            f.write(json.dumps(d, separators=(",", ":")) + "\n")
-            i += 1
+        w = _Lines(f)
 
         drain_ops = 2 + 2 * sum(-(-len(log) // DRAIN_BATCH) for log in logs)  # grows as we go; re-checked below
-        while i < n_ops - drain_ops:
+        while w.n < n_ops - drain_ops:
             if rng.random() < 0.7:
                 k, p = rng.randrange(keys), rng.randrange(8)
                 v += 1
@@ -62,7 +70,7 @@ def generate(path: Path, n_ops: int, seed: int = 1, keys: int = 16) -> int:
                 pos[k] += len(got)
                 w({"process": p, "type": "invoke", "f": "poll", "value": [["poll"]]})
                 w({"process": p, "type": "ok", "f": "poll", "value": [["poll", {str(k): got}]]})
-            if i % 1000 < 2:
+            if w.n % 1000 < 2:
                 drain_ops = 2 + 2 * sum(-(-len(log) // DRAIN_BATCH) + 1 for log in logs)
         # the final drain, as `chaos run` does it: assign every key, then batch-bounded polls
         keys_all = list(range(keys))
@@ -73,14 +81,134 @@ def generate(path: Path, n_ops: int, seed: int = 1, keys: int = 16) -> int:
                 batch = [[o, log[o]] for o in range(start, min(start + DRAIN_BATCH, len(log)))]
                 w({"process": 999, "type": "invoke", "f": "poll", "value": [["poll"]], "final": True})
                 w({"process": 999, "type": "ok", "f": "poll", "final": True, "value": [["poll", {str(k): batch}]]})
-    return i
+    return w.n
 
 
-def _generate_apart(path: Path, n_ops: int) -> None:
-    """`generate` in a child process: it keeps every value it sent (gigabytes at 10^7 ops), which
-    would otherwise stand as this process's peak RSS in the rows of our check."""
-    subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; from results.bench import generate; "
-                    "generate(Path(sys.argv[1]), int(sys.argv[2]))", str(path), str(n_ops)],
+def generate_txn(path: Path, n_ops: int, seed: int = 1, keys: int = 16, clients: int = 8) -> int:
+    """A history of Kafka transactions over a correct log, `n_ops` lines or a few more.
+
+    Up to `clients` transactions are open at once, each of one process: a seeded mix of one to four
+    sends and polls, planned at its invoke. A send takes the key's next offset at once (Kafka orders a
+    transaction's records when they are sent, so open transactions interleave on a key: G0 and ww
+    G1c cycles, which are not bad); a poll is read committed: from the process's position, in offset
+    order, the committed records (aborted ones and markers skipped) below the first record of a
+    transaction still open (the last stable offset), at most 8 records; a process is assigned four
+    keys and a poll reads one of them (so a line is ~150 bytes, as the other generator's). A transaction commits (ok),
+    aborts (fail: its records and its polls' progress are dropped, its completion still carries its
+    offsets and what it read), or, rarely, ends `info` with either outcome, and its process is
+    retired (a new one assigns its keys and reads them from the start). Each outcome writes a marker
+    at the next offset of every key it sent to, so offsets have gaps, as Kafka's do. A final drain
+    reads every committed record."""
+    rng = random.Random(seed)
+    OPEN, DONE, DROPPED = 0, 1, 2  # noqa: N806 - a record's state
+    logs: list[list[list[int]]] = [[] for _ in range(keys)]  # per key, in offset order: [offset, value, state]
+    v = 0
+    proc_seq = clients
+
+    with open(path, "w") as f:
+        w = _Lines(f)
+
+        def append(k: int, value: int, state: int) -> list[int]:
+            log = logs[k]
+            rec = [log[-1][0] + 1 if log else 0, value, state]
+            log.append(rec)
+            return rec
+
+        procs = list(range(clients))
+        pos: dict[int, list[int]] = {}  # process -> per key, the index in logs[k] it reads next
+        mine: dict[int, list[int]] = {}  # process -> the keys it is assigned
+        txns: dict[int, dict] = {}  # type: ignore[type-arg]  # process -> its open transaction
+
+        def start(p: int) -> None:
+            nonlocal v
+            if p not in pos:
+                pos[p] = [0] * keys
+                mine[p] = sorted(rng.sample(range(keys), 4))
+                w({"process": p, "type": "invoke", "f": "assign", "value": mine[p]})
+                w({"process": p, "type": "ok", "f": "assign", "value": mine[p]})
+            plan: list[list[int | str]] = []
+            for _ in range(rng.randint(1, 4)):
+                if rng.random() < 0.5:
+                    v += 1
+                    plan.append(["send", rng.randrange(keys), v])
+                else:
+                    plan.append(["poll"])
+            fs = {m[0] for m in plan}
+            fn = "txn" if len(fs) > 1 else str(plan[0][0])
+            txns[p] = {"f": fn, "plan": plan, "done": [], "pos": list(pos[p]), "sent": []}
+            w({"process": p, "type": "invoke", "f": fn, "value": plan})
+
+        def step(p: int) -> None:
+            t = txns[p]
+            m = t["plan"][len(t["done"])]
+            if m[0] == "send":
+                rec = append(m[1], m[2], OPEN)
+                t["sent"].append((m[1], rec))
+                t["done"].append(["send", m[1], [rec[0], m[2]]])
+                return
+            got: dict[str, list[list[int]]] = {}
+            for k in rng.sample(mine[p], 1):
+                log, at = logs[k], t["pos"][k]
+                out: list[list[int]] = []
+                while at < len(log) and len(out) < 8 and log[at][2] != OPEN:
+                    if log[at][2] == DONE:
+                        out.append([log[at][0], log[at][1]])
+                    at += 1
+                t["pos"][k] = at
+                if out:
+                    got[str(k)] = out
+            t["done"].append(["poll", got])
+
+        def finish(p: int, outcome: str) -> None:
+            t = txns.pop(p)
+            committed = outcome == "ok" or (outcome == "info" and rng.random() < 0.5)
+            for _, rec in t["sent"]:
+                rec[2] = DONE if committed else DROPPED
+            for k in sorted({k for k, _ in t["sent"]}):
+                append(k, -1, DROPPED)  # the commit or abort marker
+            if outcome == "ok":
+                pos[p] = t["pos"]
+            w({"process": p, "type": outcome, "f": t["f"], "value": t["done"]})
+
+        while w.n < n_ops - 2 * keys - 4:
+            idle = [p for p in procs if p not in txns]
+            if idle and (not txns or rng.random() < 0.3):
+                start(rng.choice(idle))
+                continue
+            p = rng.choice(list(txns))
+            t = txns[p]
+            if len(t["done"]) < len(t["plan"]):
+                step(p)
+                continue
+            r = rng.random()
+            outcome = "ok" if r < 0.88 else "fail" if r < 0.98 else "info"
+            finish(p, outcome)
+            if outcome == "info":  # an indeterminate client is retired; a new process takes its place
+                procs[procs.index(p)] = proc_seq
+                proc_seq += 1
+        for p in list(txns):
+            t = txns[p]
+            while len(t["done"]) < len(t["plan"]):
+                step(p)
+            finish(p, "ok")
+        keys_all = list(range(keys))
+        w({"process": 999, "type": "invoke", "f": "assign", "value": keys_all, "final": True})
+        w({"process": 999, "type": "ok", "f": "assign", "value": keys_all, "final": True})
+        for k, log in enumerate(logs):
+            done = [[o, x] for o, x, state in log if state == DONE]
+            for s in range(0, len(done), DRAIN_BATCH):
+                w({"process": 999, "type": "invoke", "f": "poll", "value": [["poll"]], "final": True})
+                w({"process": 999, "type": "ok", "f": "poll", "final": True,
+                   "value": [["poll", {str(k): done[s:s + DRAIN_BATCH]}]]})
+    return w.n
+
+
+def _generate_apart(path: Path, n_ops: int, txn: bool = False) -> None:
+    """`generate` (or `generate_txn`) in a child process: it keeps every value it sent (gigabytes at
+    10^7 ops), which would otherwise stand as this process's peak RSS in the rows of our check."""
+    fn = "generate_txn" if txn else "generate"
+    subprocess.run([sys.executable, "-c", f"import sys; from pathlib import Path; from results.bench import {fn}; "
+                    f"{fn}(Path(sys.argv[1]), int(sys.argv[2]))", str(path), str(n_ops)],
                    check=True, cwd=Path(__file__).resolve().parents[1])
 
 
@@ -96,10 +224,10 @@ def _hwm_mb(status: str) -> float:
     return 0.0
 
 
-def timed_process(cmd: list[str], timeout: float = 3600) -> dict[str, object]:
+def timed_process(cmd: list[str], timeout: float = 3600, env: dict[str, str] | None = None) -> dict[str, object]:
     """Run `cmd`, return its wall time, exit code and peak RSS (VmHWM of it and its children, polled)."""
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     peak = 0.0
     try:
         while proc.poll() is None:
@@ -169,16 +297,26 @@ JEPSEN = Path(os.environ["JEPSEN_KAFKA_CHECK"]) if "JEPSEN_KAFKA_CHECK" in os.en
 CHAOS = str(Path(sys.executable).parent / "chaos")
 
 
-def _jepsen(history: Path) -> dict[str, object] | None:
+def _jepsen(history: Path, heap: str | None = None) -> dict[str, object] | None:
+    """Jepsen's checker on `history` in a fresh JVM, as it is used (`heap`: its -Xmx, else the build's 2g)."""
     if not JEPSEN.is_file() or not shutil.which("java"):
         return None
-    return timed_process([str(JEPSEN), "--summary", str(history)])
+    env = {**os.environ, "JAVA_OPTS": f"-Xmx{heap}"} if heap else None
+    return timed_process([str(JEPSEN), "--summary", str(history)], env=env)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, default=Path("bench-results/check.json"))
     ap.add_argument("--sizes", default="10000,100000,1000000,10000000")
+    ap.add_argument("--txn-sizes", default="10000,1000000",
+                    help="transactional histories (`generate_txn`: sends and polls in transactions that "
+                         "commit, abort or end unknown; the cycle search has real work)")
+    ap.add_argument("--jepsen-txn-heap", default="6g",
+                    help="Jepsen's -Xmx for the transactional rows (its realtime and dependency graphs "
+                         "need more than the build's 2g at 10^6 ops)")
+    ap.add_argument("--reference-max-ops", type=int, default=2_000_000,
+                    help="run the Python reference only up to this size")
     ap.add_argument("--jepsen-max-ops", type=int, default=1_000_000,
                     help="run Jepsen's checker only up to this size (it holds the whole history in one heap: "
                          "~6 GB at 10^6 ops, so 10^7 does not fit this machine)")
@@ -199,7 +337,8 @@ def main() -> int:
     doc: dict[str, object] = {"master": args.master, "cores": os.cpu_count(), "jepsen": str(JEPSEN)}
     t0 = time.perf_counter()
     # the session's JIT is chosen by the largest history it will check (results.spark.SMALL_BYTES)
-    get_spark(args.master, max(int(n) for n in args.sizes.split(",")) * BYTES_PER_OP)
+    sizes = [int(n) for n in f"{args.sizes},{args.txn_sizes}".split(",") if n]
+    get_spark(args.master, max(sizes, default=10_000) * BYTES_PER_OP)
     doc["spark_startup_s"] = round(time.perf_counter() - t0, 2)
     # the first job in a fresh JVM pays class loading and JIT; measure it once on a tiny history
     with tempfile.TemporaryDirectory() as d:
@@ -212,12 +351,14 @@ def main() -> int:
     doc["runs"] = rows
 
     def save() -> None:
-        doc["fit"] = fit([r for r in rows if r["name"] != "real"])
+        doc["fit"] = fit([r for r in rows if r["name"] != "real" and not str(r["name"]).startswith("txn")])
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(doc, indent=2))
 
-    cases: list[tuple[str, int | None]] = [("real", None)] + [(f"{int(n):.0e}", int(n)) for n in args.sizes.split(",")]
-    for name, n in cases:
+    cases: list[tuple[str, int | None, bool]] = [("real", None, False)]
+    cases += [(f"{int(n):.0e}", int(n), False) for n in args.sizes.split(",") if n]
+    cases += [(f"txn-{int(n):.0e}", int(n), True) for n in args.txn_sizes.split(",") if n]
+    for name, n, txn in cases:
         with tempfile.TemporaryDirectory() as d:
             run = Path(d)
             tg = time.perf_counter()
@@ -225,7 +366,7 @@ def main() -> int:
                 shutil.copy(REAL / "history.jsonl", run / "history.jsonl")
                 shutil.copy(REAL / "test.json", run / "test.json")
             else:
-                _generate_apart(run / "history.jsonl", n)
+                _generate_apart(run / "history.jsonl", n, txn)
             gen_s = time.perf_counter() - tg
             ops = len((run / "history.jsonl").read_bytes().splitlines())
             # the first check of a new size still warms the JIT up; a warm session has done it before:
@@ -251,38 +392,51 @@ def main() -> int:
                 # the machine is shared: the 1-minute load average says how much of the time was ours
                 "load_avg_1m": round(os.getloadavg()[0], 2),
             }
-            # as many times as our check, the median kept (the first call also imports the module)
-            refs = [python_reference(run / "history.jsonl") for _ in times]
-            ref_s = sorted(x[0] for x in refs)[len(refs) // 2]
-            ref_mb, ref_found = max(x[1] for x in refs), refs[-1][2]
-            row["python_reference_s"] = round(ref_s, 2)
-            row["python_reference_repeats_s"] = [round(x[0], 2) for x in refs]
-            row["python_reference_peak_growth_mb"] = round(ref_mb, 1)
-            row["python_reference_anomalies"] = ref_found
-            # the reference leaves out replica dumps and commits (results/reference.py): compare the rest
-            left_out = {"divergent-replicas", "lost-commit", "commit-regression", "reread-committed"}
-            row["python_reference_agrees"] = set(ref_found) == set(r.anomalies) - left_out
-            row["ratio_ours_to_python_reference"] = round(dt / ref_s, 2)
-            print(f"{name}: ours (warm) {dt:.2f} s, Python reference {ref_s:.2f} s, ratio "
-                  f"{row['ratio_ours_to_python_reference']}", flush=True)
+            if txn:
+                row["cycles"] = {t: r.anomalies[t]["count"] for t in ("G0", "G1c", "G0-realtime", "G1c-realtime")
+                                 if t in r.anomalies}
+            rows.append(row)
+            if n is not None and n > args.reference_max_ops:
+                row["python_reference"] = {"skipped": f"above --reference-max-ops {args.reference_max_ops}"}
+            else:
+                _reference_columns(row, run, times, dt, r)
             if n is None or n <= 10_000:
                 row["fresh_process"] = timed_process(
                     [CHAOS, "check", "--no-perf", "--elle-cli", "", "--spark-master", args.master, str(run)])
-            jep = _jepsen(run / "history.jsonl") if n is None or n <= args.jepsen_max_ops else None
+            heap = args.jepsen_txn_heap if txn else None
+            jep = _jepsen(run / "history.jsonl", heap) if n is None or n <= args.jepsen_max_ops else None
             if n is not None and n > args.jepsen_max_ops:
                 row["jepsen"] = {"skipped": f"above --jepsen-max-ops {args.jepsen_max_ops}: Jepsen's checker holds "
                                             "the whole history in one heap (~6 GB at 10^6 ops)"}
             elif jep is not None:
-                row["jepsen"] = jep
+                row["jepsen"] = jep if heap is None else {**jep, "heap": heap}
                 row["ratio_ours_to_jepsen"] = round(dt / float(jep["wall_s"]), 2)  # type: ignore[arg-type]
-            rows.append(row)
             print(json.dumps(row), flush=True)
             save()
-    doc["many_runs"] = many_runs(args.runs, args.run_ops, args.separate, args.master)
+    if args.runs > 0:
+        doc["many_runs"] = many_runs(args.runs, args.run_ops, args.separate, args.master)
     save()
-    print(json.dumps(doc["many_runs"]), flush=True)
+    print(json.dumps(doc.get("many_runs")), flush=True)
     print(f"fit: {doc['fit']}; written to {args.out}")
     return 0
+
+
+def _reference_columns(row: dict[str, object], run: Path, times: list[float], dt: float, r: Any) -> None:
+    """The Python reference beside our check: as many times as ours, the median kept (the first call
+    also imports the module)."""
+    refs = [python_reference(run / "history.jsonl") for _ in times]
+    ref_s = sorted(x[0] for x in refs)[len(refs) // 2]
+    ref_mb, ref_found = max(x[1] for x in refs), refs[-1][2]
+    row["python_reference_s"] = round(ref_s, 2)
+    row["python_reference_repeats_s"] = [round(x[0], 2) for x in refs]
+    row["python_reference_peak_growth_mb"] = round(ref_mb, 1)
+    row["python_reference_anomalies"] = ref_found
+    # the reference leaves out replica dumps and commits (results/reference.py): compare the rest
+    left_out = {"divergent-replicas", "lost-commit", "commit-regression", "reread-committed"}
+    row["python_reference_agrees"] = set(ref_found) == set(r.anomalies) - left_out
+    row["ratio_ours_to_python_reference"] = round(dt / ref_s, 2)
+    print(f"{row['name']}: ours (warm) {dt:.2f} s, Python reference {ref_s:.2f} s, ratio "
+          f"{row['ratio_ours_to_python_reference']}", flush=True)
 
 
 def many_runs(n: int, ops: int, separate: int | None, master: str) -> dict[str, object]:

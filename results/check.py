@@ -1,10 +1,15 @@
-"""`check_run`: validate a history, run every checker on Spark, fold in elle-cli, write results.json.
+"""`check_run`: validate a history, run every checker on Spark, search the dependency cycles, fold in
+elle-cli, write results.json.
 
 The verdict, like Jepsen's composite checker: any bad anomaly -> invalid (false); otherwise an
 incomplete history (a crashed run, `test.json` marked incomplete) or a checker that crashed ->
-"unknown"; otherwise valid (true). elle-cli, when installed, votes the same way; when it is not
-installed its section says "skipped" and does not degrade the verdict — a missing optional tool
-must not turn every nightly run "unknown"; its absence is printed with every verdict instead.
+"unknown"; otherwise valid (true). A history with no send, poll or txn op at all is invalid
+(`empty-transaction-graph`), as Jepsen's checker judges it. The cycles (G0, G1c and their real-time
+kinds) are our own search (`results.cycles`) over edges the Spark job derives, so they are looked
+for with or without elle-cli. elle-cli, when installed, votes the same way on its list-append view;
+when it is not, its section says "skipped" and does not degrade the verdict — a missing optional
+tool must not turn every nightly run "unknown"; what it would have looked for is said once, when a
+command starts (`results.elle.absent_note`).
 """
 
 from __future__ import annotations
@@ -53,7 +58,13 @@ ALWAYS_BAD = [
     "commit-regression",
     "reread-committed",
     "lost-commit",
+    "precommitted-read",
+    "empty-transaction-graph",
 ]
+#: cycle anomalies that are bad only where the cycle needs no ww edge (`results.cycles`): G0 and
+#: G0-realtime never are
+CYCLE_BAD = ("G1c", "G1c-realtime")
+EMPTY = "empty-transaction-graph"
 
 
 @dataclass(frozen=True)
@@ -253,6 +264,79 @@ def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[int, dict[str, dic
     return out, sorted(set(crashed))
 
 
+def _add_cycles(fr: Any, runs: list[_Run], found: dict[int, dict[str, dict[str, Any]]], crashed: list[str],
+                warnings: list[str]) -> None:
+    """The dependency cycles of every run (`results.cycles`): the ww and wr edges from Spark (as Arrow),
+    each run's real-time order from its ops table, the search in this process. The wr edges that real
+    time already implies come back in a second, small action, only between the ops of the nontrivial
+    components (`results.anomalies.FORWARD`). A search that fails is a crashed checker ("unknown"),
+    never a pass."""
+    from results.anomalies import EDGES, FORWARD
+    from results.cycles import CYCLE_TYPES, build, cyclic_ops, find_cycles, with_edges
+    from results.spark import spark_problem
+
+    spark = fr.facts.sparkSession
+    n = next(_views)
+    view, members = f"chaos_edges_{n}", f"chaos_members_{n}"
+    fr.facts.createOrReplaceTempView(view)
+    try:
+        edges = _split(spark.sql(EDGES.replace("{t}", view)).toArrow(), "run")
+        graphs, cyclic = {}, []
+        for r in runs:
+            e = edges.get(r.run, {"src": [], "dst": [], "rel": []})
+            graphs[r.run] = g = build(e["src"], e["dst"], e["rel"], mop_ops(r.columns))
+            cyclic += [(r.run, int(i)) for i in cyclic_ops(g)]
+        extra: dict[int, dict[str, Any]] = {}
+        if cyclic:
+            schema = "run INT, index BIGINT"
+            spark.createDataFrame(cyclic, schema).createOrReplaceTempView(members)
+            extra = _split(spark.sql(FORWARD.replace("{t}", view).replace("{m}", members)).toArrow(), "run")
+        for r in runs:
+            g = graphs[r.run]
+            if r.run in extra:
+                g = with_edges(g, extra[r.run]["src"], extra[r.run]["dst"], extra[r.run]["rel"])
+            cycles = find_cycles(g)
+            if cycles:
+                found.setdefault(r.run, {}).update({k: v.to_json() for k, v in cycles.items()})
+    except Exception as e:
+        if (problem := spark_problem(spark, e)) is not None:
+            raise EnvironmentProblem(problem) from None
+        crashed.extend(CYCLE_TYPES)
+        warnings.append(f"checker {', '.join(CYCLE_TYPES)} crashed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    finally:
+        spark.catalog.dropTempView(view)
+        spark.catalog.dropTempView(members)
+
+
+def _split(table: pa.Table, column: str) -> dict[int, dict[str, Any]]:
+    """A table's columns as numpy arrays, one dict per value of `column`."""
+    import numpy as np
+
+    if table.num_rows == 0:
+        return {}
+    cols = {name: table.column(name).to_numpy() for name in table.column_names}
+    key = cols[column]
+    out = {}
+    for v in np.unique(key).tolist():
+        m = key == v
+        out[int(v)] = {name: c[m] for name, c in cols.items()}
+    return out
+
+
+def mop_ops(columns: ColumnFiles) -> Any:
+    """The send/poll/txn completions of one history (its ops table): what the real-time order needs."""
+    import numpy as np
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from results.cycles import Ops
+
+    t = pq.read_table(columns.ops, columns=["index", "invoke", "f", "type"])
+    t = t.filter(pc.is_in(t.column("f"), pa.array(["send", "poll", "txn"])))
+    return Ops(t.column("index").to_numpy(), t.column("invoke").to_numpy(),
+               np.asarray(pc.equal(t.column("type"), "ok").to_numpy(zero_copy_only=False), dtype=bool))
+
+
 @dataclass
 class _Run:
     """One history of a batch, between its validation and its verdict."""
@@ -352,6 +436,11 @@ def check_runs(
     """
     if out is not None and len(paths) > 1:
         raise UsageError("--out names one directory; check several runs without it")
+    from results.elle import elle_command
+    from results.spark import check_master
+
+    elle_command(elle_cli)  # a --elle-cli that is no command line is refused before any work
+    check_master(spark_master)
     with _workdir() as tmp:
         prepared: list[_Run | ChaosError] = []
         for i, p in enumerate(paths):
@@ -362,7 +451,7 @@ def check_runs(
                     raise
                 prepared.append(e)
         runs = [r for r in prepared if isinstance(r, _Run)]
-        judged = [r for r in runs if r.facts.client_ops > 0]
+        judged = [r for r in runs if r.facts.txn_ops > 0]
         batch = _judge(judged, spark_master, elle_cli, perf) if judged else {}
     results: list[CheckResult | ChaosError] = []
     for r in prepared:
@@ -380,9 +469,11 @@ def check_runs(
 
 def _finish(r: _Run, batch: dict[int, Any]) -> CheckResult:
     """One run's verdict from the batch's findings (and its own commit checks), written."""
-    if r.facts.client_ops == 0:
-        reason = "the history has no client operations: nothing was tested, so nothing can be judged"
-        result = CheckResult("unknown", {}, [], [*r.warnings, reason], {"status": "skipped", "detail": reason},
+    if r.facts.txn_ops == 0:
+        reason = ("the history holds no send, poll or txn op: nothing was tested, and Jepsen's checker calls "
+                  "that invalid (empty-transaction-graph)")
+        found = {EMPTY: {"count": 1, "examples": [{"client_ops": r.facts.client_ops}]}}
+        result = CheckResult(False, found, [EMPTY], [*r.warnings, reason], {"status": "skipped", "detail": reason},
                              {}, r.dest, _rounded(r.timings))
     else:
         found, crashed, perf_summary, elle = batch[id(r)]
@@ -413,7 +504,7 @@ def _verdict(r: _Run, found: dict[str, dict[str, Any]], crashed: list[str], perf
     warnings = list(r.warnings)
     if "unseen" in found and "unseen" not in bad:
         warnings.append("unseen values are not judged: the history has no complete final drain")
-    bad_found = sorted(t for t in found if t in bad)
+    bad_found = sorted(t for t in found if t in bad or (t in CYCLE_BAD and found[t].get("without_ww", 0) > 0))
     if bad_found or elle["status"] == "invalid":
         valid: bool | str = False
     elif r.incomplete or crashed or elle["status"] == "unknown":
@@ -447,6 +538,9 @@ def _judge(
     job_warnings: list[str] = []
     found, crashed = _run_checkers(fr, job_warnings)
     shared["checkers"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    _add_cycles(fr, runs, found, crashed, job_warnings)
+    shared["cycles"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     perfs: dict[int, dict[str, Any]] = {}
     wanted = [i for i, r in enumerate(runs) if perf and r.dest is not None]
@@ -505,7 +599,8 @@ def print_verdict(result: CheckResult) -> None:
         console.print(table)
     for w in result.warnings:
         console.print(f"[yellow]warning:[/] {w}")
-    console.print(f"elle-cli: {result.elle.get('status')} ({result.elle.get('detail')})")
+    if result.elle.get("status") not in (None, "skipped"):  # its absence was said once, at the start
+        console.print(f"elle-cli: {result.elle.get('status')} ({result.elle.get('detail')})")
     label = describe(result.valid)
     colour = {"VALID": "green", "INVALID": "red"}.get(label, "yellow")
     console.print(

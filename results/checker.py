@@ -22,6 +22,13 @@ class KafkaChecker:
     spark_master: str | None = None
     elle_cli: str | None = None
 
+    def announce(self) -> str | None:
+        """What to say once when a run starts: which anomalies will not be looked for (elle-cli's, when
+        it is not installed), or None."""
+        from results.elle import absent_note
+
+        return absent_note(self.elle_cli)
+
     def check(self, run_dir: Path) -> CheckResult:
         result = check_run(run_dir, spark_master=self.spark_master, elle_cli=self.elle_cli)
         render(run_dir)

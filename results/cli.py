@@ -15,7 +15,8 @@ import click
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--spark-master", default=None, help="Spark master URL (default local[*]).")
-@click.option("--elle-cli", default=None, help="elle-cli launcher or jar (default: $ELLE_CLI).")
+@click.option("--elle-cli", default=None,
+              help="elle-cli launcher or jar (default: $ELLE_CLI, else elle-cli on PATH; '' turns it off).")
 @click.option("--no-perf", is_flag=True, help="Skip the performance facts.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Write results.json and perf/ here (one PATH only; default: beside the run's own "
@@ -28,7 +29,10 @@ def check(paths: tuple[Path, ...], spark_master: str | None, elle_cli: str | Non
     PATHs, the worst of them.
     """
     from results.check import check_run, check_runs, print_summary, print_verdict
+    from results.elle import absent_note
 
+    if (note := absent_note(elle_cli)) is not None:
+        click.echo(note, err=True)
     if len(paths) == 1:
         result = check_run(paths[0], spark_master=spark_master, elle_cli=elle_cli, perf=not no_perf, out=out)
         print_verdict(result)

@@ -49,8 +49,9 @@ def _num(x: Any, fmt: str = "{:.2f}") -> str:
 
 
 def example_indices(example: dict[str, Any]) -> list[int]:
-    """Op indices an anomaly example points at: `index`, `*_index`, and `seen_by` entries `send@N`."""
-    out: list[int] = []
+    """Op indices an anomaly example points at: `index`, `*_index`, `seen_by` entries `send@N`, and the
+    ops of a dependency cycle (`cycle`)."""
+    out: list[int] = [i for i in example.get("cycle") or [] if isinstance(i, int) and not isinstance(i, bool)]
     for k, v in example.items():
         if (k == "index" or k.endswith("_index")) and isinstance(v, int) and not isinstance(v, bool):
             out.append(v)

@@ -14,10 +14,13 @@ with C1 only, 62 s with C2). Unknown (a nightly, the tests): small, as most runs
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import threading
+from pathlib import Path
 from typing import Any
 
-from kernel.errors import EnvironmentProblem
+from kernel.errors import EnvironmentProblem, UsageError
 
 _lock = threading.Lock()
 _session: Any = None
@@ -60,6 +63,34 @@ def spark_problem(spark: Any, cause: BaseException) -> str | None:
             "or check fewer runs at once; nothing was judged")
 
 
+#: the master URLs Spark accepts (SparkContext's and spark-submit's forms)
+MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn|k8s://\S+"
+                    r"|spark://[^\s/,:]+(:\d+)?(,[^\s/,:]+(:\d+)?)*")
+
+
+def check_master(master: str | None) -> None:
+    """Refuse a master URL Spark cannot parse before anything starts (a usage error: the JVM would
+    only exit with a stack trace, which used to end as a harness bug)."""
+    want = master or os.environ.get("CHAOS_SPARK_MASTER")
+    if want and not MASTER.fullmatch(want):
+        where = "--spark-master" if master else "CHAOS_SPARK_MASTER"
+        raise UsageError(f"{where} {want!r} is not a Spark master URL (local[*], local[N], spark://HOST:PORT, "
+                         "yarn or k8s://...)")
+
+
+def check_java() -> None:
+    """The Spark driver needs a Java runtime: $JAVA_HOME/bin/java when JAVA_HOME is set (spark-class
+    takes that one), else java on PATH. A missing one is this machine's problem, said as such."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        if not (Path(home) / "bin" / "java").is_file():
+            raise EnvironmentProblem(f"JAVA_HOME={home} holds no bin/java, and the Spark check needs a Java 17 "
+                                     "runtime: point JAVA_HOME at one, or unset it to use the java on PATH")
+    elif shutil.which("java") is None:
+        raise EnvironmentProblem("no java on PATH, and the Spark check needs a Java 17 runtime "
+                                 "(Debian: openjdk-17-jre-headless); install one or set JAVA_HOME")
+
+
 def get_spark(master: str | None = None, expected_bytes: int | None = None) -> Any:
     """The process's SparkSession (created on first use); `master` defaults to local[*].
     `expected_bytes`: how much history this process is about to check (sets the JIT, see above)."""
@@ -75,6 +106,8 @@ def get_spark(master: str | None = None, expected_bytes: int | None = None) -> A
             return _session
         if _session is not None:
             _session.stop()
+        check_master(want)
+        check_java()
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", "python3"))
         import pyspark
@@ -113,7 +146,13 @@ def get_spark(master: str | None = None, expected_bytes: int | None = None) -> A
         )
         if jvm.options:
             builder = builder.config("spark.driver.extraJavaOptions", jvm.java_options)
-        _session = builder.getOrCreate()
+        try:
+            _session = builder.getOrCreate()
+        except Exception as e:  # the JVM did not come up: this machine's Java or Spark, not our bug
+            if "JAVA_GATEWAY_EXITED" not in str(e) and "Java gateway process exited" not in str(e):
+                raise
+            raise EnvironmentProblem(f"the Spark driver JVM did not start ({str(e).splitlines()[0][:160]}); "
+                                     "check the Java runtime (JAVA_HOME) and --spark-master") from None
         finish_dump_at_exit(jvm, _session)
         _session.sparkContext.setLogLevel("ERROR")
         _master = want

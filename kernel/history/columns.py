@@ -9,15 +9,18 @@ the checks need, as Parquet with declared types, in bounded chunks (memory does 
 history), and Spark starts from typed rows:
 
 - `FACTS` (`facts-RUN.parquet`): one row per fact about a key, `kind` saying which —
-  `send` (a send micro-op: the op's type, its value, its offset when ok, `pos` in its op; an invoke
-  that never completed counts as an `info` send), `poll` (a record an ok poll read: offset, value,
-  `pos` in its key's list, `rebalanced` when the poll's rebalance log names the key), `keep` (an ok
-  or info assign/subscribe names the key), `reset` (an ok or info completion's rebalance log names
-  the key). `n_assign` of a send or poll: how many assign/subscribe ops its process had completed
-  (ok or info) by then; `final`: the op belongs to the final drain. `results.frames` builds the
-  keyed table from these rows.
-- `OPS` (`ops-RUN.parquet`): one row per client completion paired with its invoke (its time and
-  latency) and per nemesis op (its value and fault as JSON text), for the perf facts.
+  `send` (a send micro-op of a completion, any type: its value, the offset its completion gives or
+  null, `pos` in its op; an invoke that never completed counts as an `info` send), `poll` (a record
+  a completion's polls returned, whatever the completion's type: offset, value, `pos` among the op's
+  records of that key, `rebalanced` when the poll's rebalance log names the key), `keep` (an ok or
+  info assign/subscribe names the key), `reset` (an ok or info completion's rebalance log names the
+  key). `n_assign` of a send or poll: how many assign/subscribe ops its process had completed (ok or
+  info) by then; `final`: the op belongs to the final drain; `invoke` of a poll record: its op's
+  invoke index (what tells the cycle search that a read came after its write completed). `index` is
+  the completion's (the invoke's for one that never completed). `results.frames` builds the keyed table from these rows.
+- `OPS` (`ops-RUN.parquet`): one row per client completion paired with its invoke (its time,
+  latency and the invoke's index, which the real-time order of the cycle check needs) and per
+  nemesis op (its value and fault as JSON text), for the perf facts.
 
 `run` is the history's position in the batch being checked, so many histories are one table.
 """
@@ -40,17 +43,18 @@ FACTS = pa.schema([
     ("run", pa.int32()), ("key", pa.int64()), ("kind", pa.string()), ("process", pa.string()),
     ("index", pa.int64()), ("type", pa.string()), ("pos", pa.int32()), ("offset", pa.int64()),
     ("value", pa.int64()), ("final", pa.bool_()), ("rebalanced", pa.bool_()), ("n_assign", pa.int64()),
+    ("invoke", pa.int64()),
 ])
 OPS = pa.schema([
     ("run", pa.int32()), ("index", pa.int64()), ("time", pa.int64()), ("latency", pa.int64()),
     ("f", pa.string()), ("type", pa.string()), ("process", pa.string()), ("value", pa.string()),
-    ("fault", pa.string()),
+    ("fault", pa.string()), ("invoke", pa.int64()),
 ])
 #: rows buffered before a row group is written (bounds the reader's memory on any history)
 CHUNK = 1 << 18
 _OK, _INFO = OpType.OK, OpType.INFO
 _SEND_FS = frozenset({"send", "txn"})
-_POLL_FS = frozenset({"poll", "txn"})
+_MOP_FS = frozenset({"send", "poll", "txn"})
 _encode = msgspec.json.encode
 
 
@@ -60,6 +64,8 @@ class ColumnFiles:
 
     facts: Path
     ops: Path
+    info_sends: int = 0  # send micro-ops of info completions (or never completed): none, no proof to look for
+    rows: int = 0  # rows of the facts table (how much work the Spark job has, better than the file's bytes)
 
 
 class _Table:
@@ -73,6 +79,7 @@ class _Table:
         self.cols: list[list[Any]] = [[] for _ in schema]  # bulk rows, column by column
         strings = [f.name for f in schema if f.type == pa.string()]
         self.writer = pq.ParquetWriter(path, schema, use_dictionary=strings, compression="none")
+        self.written = 0
 
     def __len__(self) -> int:
         return len(self.rows) + len(self.cols[0])
@@ -82,6 +89,7 @@ class _Table:
             return
         singles = list(zip(*self.rows, strict=True)) if self.rows else [()] * len(self.cols)
         arrays = [pa.array(c + list(r), type=f.type) for c, r, f in zip(self.cols, singles, self.schema, strict=True)]
+        self.written += len(arrays[0])
         self.rows = []
         self.cols = [[] for _ in self.schema]
         self.writer.write_table(pa.Table.from_arrays(arrays, schema=self.schema))
@@ -114,12 +122,13 @@ class ColumnWriter:
             raise
         self._open: dict[Any, Op] = {}
         self._n_assign: dict[Any, int] = {}
+        self.info_sends = 0
 
     def add(self, op: Op) -> None:
         proc = op.process
         if proc == NEMESIS:
             self._ops.rows.append((self.run, op.index, op.time, None, op.f, op.type.value, NEMESIS, _text(op.value),
-                                   _text(op.extra.get("fault"))))
+                                   _text(op.extra.get("fault")), None))
             self._maybe_flush()
             return
         if op.type is OpType.INVOKE:
@@ -133,7 +142,7 @@ class ColumnWriter:
             n += 1
             self._n_assign[proc] = n
         self._ops.rows.append((self.run, op.index, op.time, op.time - inv.time, op.f, op.type.value, str(proc), None,
-                               None))
+                               None, inv.index))
         self._completion(inv, op, n)
         self._maybe_flush()
 
@@ -144,27 +153,33 @@ class ColumnWriter:
         rows = self._facts.rows
         rb = rebalanced_keys(op) if typ is _OK or typ is _INFO else set()
         for k in rb:
-            rows.append((run, k, "reset", proc, index, t, None, None, None, False, False, None))
-        if f in _SEND_FS:
-            done = op.value if typ is _OK else None
-            for pos, m in enumerate(inv.value):
+            rows.append((run, k, "reset", proc, index, t, None, None, None, False, False, None, None))
+        if f in _MOP_FS:
+            seen: dict[int, int] = {}  # key -> records of it so far in this op (a txn may poll a key twice)
+            for pos, m in enumerate(op.value):
                 if m[0] == "send":
-                    offset = done[pos][2][0] if done is not None else None
-                    rows.append((run, m[1], "send", proc, index, t, pos, offset, send_value(m), final, False,
-                                 n_assign))
-        if typ is _OK and f in _POLL_FS:
-            for m in op.value:
-                if m[0] == "poll" and len(m) > 1 and m[1]:
+                    arg = m[2]
+                    offset, value = (arg[0], arg[1]) if type(arg) is list else (None, arg)
+                    rows.append((run, m[1], "send", proc, index, t, pos, offset, value, final, False, n_assign,
+                                 None))
+                    if typ is _INFO:
+                        self.info_sends += 1
+                elif len(m) > 1 and m[1]:
                     for k, pairs in m[1].items():
                         if pairs:
-                            self._records(int(k), pairs, (run, proc, index, t, final, n_assign), rb)
+                            key = int(k)
+                            start = seen.get(key, 0)
+                            self._records(key, pairs, start, (run, proc, index, t, final, n_assign, inv.index),
+                                          rb)
+                            seen[key] = start + len(pairs)
         elif f in KEY_FS and (typ is _OK or typ is _INFO):
             for k in op.value:
-                rows.append((run, k, "keep", proc, index, t, None, None, None, False, False, None))
+                rows.append((run, k, "keep", proc, index, t, None, None, None, False, False, None, None))
 
-    def _records(self, key: int, pairs: list[list[int]], op: tuple[Any, ...], rb: set[int]) -> None:
-        """One poll's records of one key: every column extended at once."""
-        run, proc, index, t, final, n_assign = op
+    def _records(self, key: int, pairs: list[list[int]], start: int, op: tuple[Any, ...], rb: set[int]) -> None:
+        """One poll's records of one key (`start`: the op's records of that key before them): every
+        column extended at once."""
+        run, proc, index, t, final, n_assign, invoked = op
         n = len(pairs)
         c = self._facts.cols
         offsets, values = zip(*pairs, strict=True)
@@ -174,12 +189,13 @@ class ColumnWriter:
         c[3] += [proc] * n
         c[4] += [index] * n
         c[5] += [t] * n
-        c[6] += range(n)
+        c[6] += range(start, start + n)
         c[7] += offsets
         c[8] += values
         c[9] += [final] * n
         c[10] += [key in rb] * n
         c[11] += [n_assign] * n
+        c[12] += [invoked] * n
 
     def _maybe_flush(self) -> None:
         if len(self._facts) >= CHUNK:
@@ -195,13 +211,14 @@ class ColumnWriter:
             proc = str(inv.process)
             for pos, m in enumerate(inv.value):
                 if m[0] == "send":
+                    self.info_sends += 1
                     self._facts.rows.append((self.run, m[1], "send", proc, inv.index, "info", pos, None,
                                              send_value(m), inv.extra.get("final") is True, False,
-                                             self._n_assign.get(inv.process, 0)))
+                                             self._n_assign.get(inv.process, 0), None))
         self._open.clear()
         self._facts.close()
         self._ops.close()
-        return self.files
+        return ColumnFiles(self.files.facts, self.files.ops, self.info_sends, self._facts.written)
 
     def abort(self) -> None:
         """Close and delete the files after a failed pass (their content is not to be used)."""

@@ -4,12 +4,16 @@ The model is Jepsen's (`jepsen.tests.kafka`): a client process *invokes* an op a
 it with exactly one of `ok` (it happened), `fail` (it certainly did not happen) or `info` (we do not
 know: a timeout, a lost connection). Nemesis ops carry `"process": "nemesis"`.
 
-Client ops (`f`) and their values:
-- `send`, `poll`, `txn`: a list of micro-ops. On invoke `["send", k, v]` and `["poll"]`; on ok
-  `["send", k, [offset, v]]` (offset null if the client could not learn it) and
-  `["poll", {"k": [[offset, v], ...]}]`. A fail/info completion repeats the invoke's micro-ops.
-  `send` ops hold only sends, `poll` ops only polls, `txn` any mix (Jepsen's transactions, and
-  our multi-micro-op ops).
+Client ops (`f`) and their values (the whole of Jepsen's model, `kafka.clj`; README.md beside this file):
+- `send`, `poll`, `txn`: a list of micro-ops. On invoke `["send", k, v]` and `["poll"]`. On every
+  completion — ok, info or fail — the same sends, each `["send", k, [offset, v]]` when the client
+  learned the offset, else `["send", k, v]` or `["send", k, [null, v]]` (Jepsen writes all three, even
+  on ok), and polls as `["poll", {"k": [[offset, v], ...]}]` (or `["poll"]` when a poll returned no
+  result map). Its polls need not match the invoke's one for one (Jepsen's own tests complete one
+  `["poll"]` with two results); its sends must (`schema.check_completion`). An info or fail
+  completion still carries what it read and wrote: that is how Jepsen sees aborted and
+  indeterminate reads, and a transaction's offsets. `send` ops hold only sends, `poll` ops only
+  polls, `txn` any mix.
 - `assign`, `subscribe`: a list of keys (Kafka's `assign`/`subscribe`). A `subscribe` joins the
   run's consumer group; one with `"rejoin": true` leaves the group first (a new consumer joins).
 Keys are integers (one key = one topic-partition); values are unique integers per run.
@@ -35,9 +39,13 @@ from enum import StrEnum
 from typing import Any
 
 NEMESIS = "nemesis"
-CLIENT_FS = frozenset({"send", "poll", "txn", "assign", "subscribe"})
 MOP_FS = frozenset({"send", "poll", "txn"})
 KEY_FS = frozenset({"assign", "subscribe"})
+#: client ops of Jepsen's workload that carry no micro-ops and that no check reads: `crash` (the
+#: client is torn down and replaced; it completes `info`) and `debug-topic-partitions` (the final
+#: polls' look at the partitions' state); their value is free-form
+OTHER_FS = frozenset({"crash", "debug-topic-partitions"})
+CLIENT_FS = MOP_FS | KEY_FS | OTHER_FS
 
 
 class OpType(StrEnum):
@@ -85,7 +93,7 @@ class Op:
 
 @dataclass(frozen=True, slots=True)
 class Write:
-    """One send micro-op: `offset` is known only for an acknowledged (`ok`) send that learnt it."""
+    """One send micro-op: `offset` is the one its line gives, or None."""
 
     key: int
     value: int
@@ -100,7 +108,7 @@ class Read:
     key: int
     offset: int
     value: int
-    pos: int  # position within this key's list in the poll
+    pos: int  # position among the op's records of this key (across all its polls)
 
 
 def micro_ops(op: Op) -> list[list[Any]]:
@@ -111,28 +119,36 @@ def micro_ops(op: Op) -> list[list[Any]]:
 
 
 def writes(op: Op) -> list[Write]:
-    """The sends of an op. On `ok` the offsets come from the completion; otherwise they are unknown."""
+    """The sends of an op, with the offset its line gives (None where it gives none). Which offsets
+    count is the checks' business: Jepsen trusts an ok op's, and an info op's once one of its sends
+    was read (it committed), never a failed one's."""
     out = []
     for pos, m in enumerate(micro_ops(op)):
         if m[0] != "send":
             continue
         arg = m[2]
         if isinstance(arg, list):
-            out.append(Write(m[1], arg[1], arg[0] if op.type is OpType.OK else None, pos))
+            out.append(Write(m[1], arg[1], arg[0], pos))
         else:
             out.append(Write(m[1], arg, None, pos))
     return out
 
 
 def reads(op: Op) -> Iterator[Read]:
-    """Every record an `ok` op's polls returned, key by key, in the order the poll returned them."""
-    if op.type is not OpType.OK:
+    """Every record a completion's polls returned (ok, info or fail alike: Jepsen's `op-reads`), key by
+    key, in the order the op returned them; `pos` counts a key's records across all the op's polls.
+    Callers that trust only committed reads filter on `op.type`."""
+    if op.type is OpType.INVOKE:
         return
+    seen: dict[int, int] = {}
     for m in micro_ops(op):
-        if m[0] == "poll" and len(m) > 1:
+        if m[0] == "poll" and len(m) > 1 and m[1]:
             for k, pairs in m[1].items():
-                for pos, (offset, value) in enumerate(pairs):
-                    yield Read(int(k), offset, value, pos)
+                key = int(k)
+                start = seen.get(key, 0)
+                for pos, (offset, value) in enumerate(pairs, start):
+                    yield Read(key, offset, value, pos)
+                seen[key] = start + len(pairs)
 
 
 def assigned_keys(op: Op) -> list[int]:

@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from kernel.errors import HistoryError
-from kernel.history.op import NEMESIS, Op, OpType
+from kernel.history.op import MOP_FS, NEMESIS, Op, OpType
 from kernel.history.schema import LineProblem, check_completion, check_line
 
 _decode = msgspec.json.Decoder().decode
@@ -72,6 +72,7 @@ class HistoryScan:
     client_ops: int = 0
     nemesis_ops: int = 0
     final_ops: int = 0  # ops of the final drain (`"final": true`)
+    txn_ops: int = 0  # send, poll and txn ops invoked: none means nothing was tested (empty-transaction-graph)
     completions: dict[str, int] = field(default_factory=lambda: {t.value: 0 for t in OpType if t is not OpType.INVOKE})
     pending: dict[str, int] = field(default_factory=dict)  # process -> line of its unfinished invoke
     truncated_tail: bool = False
@@ -137,6 +138,8 @@ class _Reader:
             facts.final_ops += 1
         proc = str(op.process)
         if op.type is OpType.INVOKE:
+            if op.f in MOP_FS:
+                facts.txn_ops += 1
             if proc in self.open:
                 raise LineProblem(f"process {proc} invokes again while its op from line {self.open[proc][0]} "
                                   "has no completion (a process has one op in flight)")
@@ -145,7 +148,7 @@ class _Reader:
         started = self.open.pop(proc, None)
         if started is None:
             raise LineProblem(f"{op.type} completion for process {proc} without an invoke")
-        check_completion(started[1], op)
+        check_completion(started[1], op, started[0])
         facts.completions[op.type.value] += 1
 
 

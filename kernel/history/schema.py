@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel.history.op import CLIENT_FS, KEY_FS, NEMESIS, Op, OpType
+from kernel.history.op import CLIENT_FS, KEY_FS, MOP_FS, NEMESIS, OTHER_FS, Op, OpType
 
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
@@ -60,10 +60,13 @@ def _poll_map(x: Any, what: str) -> None:
             _int(p[1], f"{what}[{k!r}][{i}] value", INT64_MIN)
 
 
-def _mop(m: Any, where: str, completed_ok: bool, f: str) -> None:
-    """One micro-op in its invoke form (`completed_ok` False) or its ok form."""
+def _mop(m: Any, where: str, invoke: bool, f: str) -> None:
+    """One micro-op, in an invoke (`invoke`) or in any completion (ok, info or fail: Jepsen's
+    completions all carry what they sent and read, and an offset is known only where it is written)."""
     if not isinstance(m, list) or not m or m[0] not in ("send", "poll"):
-        raise LineProblem(f"{where} must be a micro-op ['send', key, value] or ['poll', ...], not {_show(m)}")
+        name = f" {m[0]!r}" if isinstance(m, list) and m and isinstance(m[0], str) else ""
+        raise LineProblem(f"{where} is an unknown micro-op{name}: it must be a micro-op ['send', key, value] "
+                          f"or ['poll', ...], not {_show(m)}")
     if f != "txn" and m[0] != f:
         raise LineProblem(f"{where} is a {m[0]!r} micro-op inside a {f!r} op (mixed micro-ops need f 'txn')")
     if m[0] == "send":
@@ -71,22 +74,24 @@ def _mop(m: Any, where: str, completed_ok: bool, f: str) -> None:
             raise LineProblem(f"{where} must be ['send', key, value], not {_show(m)}")
         _key(m[1], f"{where} key")
         arg = m[2]
-        if completed_ok or isinstance(arg, list):
-            if not isinstance(arg, list) or len(arg) != 2:
-                raise LineProblem(f"{where} of an ok send must be ['send', key, [offset, value]], not {_show(m)}")
+        if isinstance(arg, list):
+            if len(arg) != 2:
+                raise LineProblem(f"{where} must be ['send', key, value] or ['send', key, [offset, value]], "
+                                  f"not {_show(m)}")
             if arg[0] is not None:
                 _int(arg[0], f"{where} offset")
             _int(arg[1], f"{where} value", INT64_MIN)
         else:
             _int(arg, f"{where} value", INT64_MIN)
         return
-    if completed_ok:
-        if len(m) != 2:
-            raise LineProblem(f"{where} of an ok poll must be ['poll', {{key: [[offset, value], ...]}}], "
-                              f"not {_show(m)}")
-        _poll_map(m[1], f"{where} result")
-    elif len(m) != 1 and not (len(m) == 2 and m[1] is None):
-        raise LineProblem(f"{where} of a poll that did not complete ok must be ['poll'], not {_show(m)}")
+    if len(m) == 1 or (len(m) == 2 and m[1] is None):
+        return
+    if invoke:
+        raise LineProblem(f"{where} of an invoke must be ['poll'] (what it read belongs in the completion), "
+                          f"not {_show(m)}")
+    if len(m) != 2:
+        raise LineProblem(f"{where} must be ['poll'] or ['poll', {{key: [[offset, value], ...]}}], not {_show(m)}")
+    _poll_map(m[1], f"{where} result")
 
 
 def _rebalance_log(log: Any) -> None:
@@ -123,20 +128,23 @@ def _int_in(x: Any, lo: int, hi: int) -> bool:
     return type(x) is int and lo <= x <= hi
 
 
-def _fast_mop(m: Any, f: str, ok: bool) -> bool:
-    if type(m) is not list or not m or m[0] != f:
+def _fast_mop(m: Any, f: str, invoke: bool) -> bool:
+    if type(m) is not list or not m:
         return False
-    if f == "send":
+    kind = m[0]
+    if kind != f and not (f == "txn" and (kind == "send" or kind == "poll")):
+        return False
+    if kind == "send":
         if len(m) != 3 or not _int_in(m[1], 0, KEY_MAX):
             return False
         arg = m[2]
         if type(arg) is list:
             return (len(arg) == 2 and (arg[0] is None or _int_in(arg[0], 0, INT64_MAX))
                     and _int_in(arg[1], INT64_MIN, INT64_MAX))
-        return not ok and _int_in(arg, INT64_MIN, INT64_MAX)
-    if not ok:
-        return len(m) == 1 or (len(m) == 2 and m[1] is None)
-    if len(m) != 2 or type(m[1]) is not dict:
+        return _int_in(arg, INT64_MIN, INT64_MAX)
+    if len(m) == 1 or (len(m) == 2 and m[1] is None):
+        return True
+    if invoke or len(m) != 2 or type(m[1]) is not dict:
         return False
     for k, pairs in m[1].items():
         if not _key_text(k):
@@ -153,9 +161,9 @@ def _fast_mop(m: Any, f: str, ok: bool) -> bool:
 
 
 def _fast_line(d: Any) -> Op | None:
-    """The common well-formed client line (send, poll, assign or subscribe, no extras but `final`),
-    checked with bulk tests in C; None for anything else, which `checked_line` then checks field by
-    field. It only ever accepts what the field-by-field check accepts, with the same op
+    """The common well-formed client line (send, poll, txn, assign or subscribe, no extras but
+    `final`), checked with bulk tests in C; None for anything else, which `checked_line` then checks
+    field by field. It only ever accepts what the field-by-field check accepts, with the same op
     (tests/history/test_schema_fast.py); it exists because that check, one Python call per number,
     was most of the cost of reading a large history."""
     if type(d) is not dict or len(d) != 6 + ("final" in d):
@@ -176,11 +184,11 @@ def _fast_line(d: Any) -> Op | None:
         extra["final"] = d["final"]
     if f in KEY_FS:
         return Op(index, time, process, op_type, f, value, extra) if _ints(value, 0, KEY_MAX) else None
-    if (f != "send" and f != "poll") or not value:
+    if f not in MOP_FS or not value:
         return None
-    ok = op_type is OpType.OK
+    invoke = op_type is OpType.INVOKE
     for m in value:
-        if not _fast_mop(m, f, ok):
+        if not _fast_mop(m, f, invoke):
             return None
     return Op(index, time, process, op_type, f, value, extra)
 
@@ -214,7 +222,7 @@ def checked_line(d: Any) -> Op:
     extra = {k: v for k, v in d.items() if k not in CORE}
     if "rebalance-log" in d:
         _rebalance_log(d["rebalance-log"])
-    if process == NEMESIS:
+    if process == NEMESIS or f in OTHER_FS:
         return Op(index, time, process, typ, f, d.get("value"), extra)
     if f not in CLIENT_FS:
         raise LineProblem(f"f {f!r} is not a client op ({', '.join(sorted(CLIENT_FS))})")
@@ -230,24 +238,36 @@ def checked_line(d: Any) -> Op:
     if not isinstance(value, list) or not value:
         raise LineProblem(f"the value of {f} must be a non-empty list of micro-ops, not {_show(value)}")
     for i, m in enumerate(value):
-        _mop(m, f"value[{i}]", typ is OpType.OK, f)
+        _mop(m, f"value[{i}]", typ is OpType.INVOKE, f)
     return Op(index, time, process, typ, f, value, extra)
 
 
-def check_completion(invoke: Op, done: Op) -> None:
-    """A completion must complete *its* invoke: same f, same micro-ops, same sends, same keys."""
+def _sends(value: list[Any]) -> list[tuple[int, int, Any]]:
+    """(position, key, value) of each send micro-op."""
+    return [(i, m[1], send_value(m)) for i, m in enumerate(value) if m[0] == "send"]
+
+
+def check_completion(invoke: Op, done: Op, invoked_at: int) -> None:
+    """A completion must complete *its* invoke: the same f, and for a send, poll or txn op the same
+    sends (key and value, in order). Its polls may differ from the invoke's, as Jepsen's own tests
+    write them (an invoke's one `["poll"]` may complete as two polls' results); an offset appears
+    only in the completion. A completion cannot send what its invoke did not, nor drop a send."""
     if done.f != invoke.f:
-        raise LineProblem(f"completes a {invoke.f!r} invoke with f {done.f!r}")
+        raise LineProblem(f"completes a {invoke.f!r} invoke (line {invoked_at}) with f {done.f!r}")
+    if done.f in OTHER_FS:
+        return
     if done.f in KEY_FS:
         if done.value != invoke.value:
             raise LineProblem(f"{done.f} completes with keys {_show(done.value)} "
                               f"but was invoked with {_show(invoke.value)}")
         return
-    a, b = invoke.value, done.value
-    if len(a) != len(b):
-        raise LineProblem(f"completes {len(a)} micro-ops with {len(b)}")
-    for i, (m, n) in enumerate(zip(a, b, strict=True)):
-        if m[0] != n[0]:
-            raise LineProblem(f"value[{i}] is {n[0]!r} but the invoke had {m[0]!r}")
-        if m[0] == "send" and (m[1] != n[1] or send_value(m) != send_value(n)):
-            raise LineProblem(f"value[{i}] sends {n[1]}:{send_value(n)} but the invoke sent {m[1]}:{send_value(m)}")
+    want, got = _sends(invoke.value), _sends(done.value)
+    for n, (i, k, v) in enumerate(got):
+        if n >= len(want) or (want[n][1], want[n][2]) != (k, v):
+            if (k, v) not in {(wk, wv) for _, wk, wv in want}:
+                raise LineProblem(f"value[{i}] sends {v} to key {k}, which its invoke (line {invoked_at}) did not "
+                                  "send: a completion holds the sends of its invoke, no others")
+            raise LineProblem(f"value[{i}] sends {v} to key {k} out of the order of its invoke (line {invoked_at})")
+    if len(got) < len(want):
+        _, k, v = want[len(got)]
+        raise LineProblem(f"completes without the send of {v} to key {k} that its invoke (line {invoked_at}) made")

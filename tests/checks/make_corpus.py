@@ -2,6 +2,8 @@
 
 Each case is written out here in a compact form — (process, type, f, value) per op — because
 indices and times are bookkeeping; the files are committed so the tests read plain histories.
+The cases of Jepsen's own `kafka_test.clj` are transcribed in `jepsen_corpus.py` and written as
+`corpus/jepsen-<name>/`, with a `jepsen.json` saying what the Clojure test asserts.
 Every anomaly has a case that shows it and a near miss that must not. `expected.json` lists the
 anomalies found; whether they make the run invalid is the checker's bad-type rule (DESIGN.md):
 `int-send-skip` is reported but never bad, `duplicate` is not bad for non-idempotent producers. Re-run after editing:
@@ -234,17 +236,17 @@ CASES: dict[str, tuple[list[tuple[Any, ...]], list[str], dict[str, Any] | None]]
     ),
     "nonmonotonic-send": (
         send(0, 0, 1, "ok", 1) + send(0, 0, 2, "ok", 0) + drain({0: [[0, 2], [1, 1]]}),
-        ["nonmonotonic-send"],
+        ["G0-realtime", "nonmonotonic-send"],  # acknowledged at 1, then a later send at 0: not bad alone
         None,
     ),
     "near-nonmonotonic-send-reassigned": (  # the key left the producer's assignment in between
         send(0, 0, 1, "ok", 1) + assign(0, [1]) + send(0, 0, 2, "ok", 0) + drain({0: [[0, 2], [1, 1]]}),
-        [],
+        ["G0-realtime"],
         None,
     ),
     "near-nonmonotonic-send-two-producers": (
         send(0, 0, 1, "ok", 1) + send(1, 0, 2, "ok", 0) + drain({0: [[0, 2], [1, 1]]}),
-        [],
+        ["G0-realtime"],
         None,
     ),
     "int-nonmonotonic-send": (
@@ -259,10 +261,47 @@ CASES: dict[str, tuple[list[tuple[Any, ...]], list[str], dict[str, Any] | None]]
     ),
     "int-send-skip": (
         sends_op(0, [(0, 0, 1), (0, 2, 2)]) + send(1, 0, 3, "ok", 1) + drain({0: [[0, 1], [1, 3], [2, 2]]}),
-        ["int-send-skip"],
+        ["G0", "int-send-skip"],  # the other producer's send sits between, so each op is before the other
         None,
     ),
     "near-int-send-skip": (sends_op(0, [(0, 0, 1), (0, 1, 2)]) + drain({0: [[0, 1], [1, 2]]}), [], None),
+    # the cycle checks' near misses (their cases are Jepsen's: jepsen-g0, jepsen-g1c-*, jepsen-precommitted-read,
+    # jepsen-empty-history; G0-realtime in nonmonotonic-send; G1c-realtime below)
+    "near-G0-same-order": (  # two producers' sends to two keys, in the same order on both
+        [(0, "invoke", S, [[S, 0, 1], [S, 1, 2]]), (1, "invoke", S, [[S, 0, 3], [S, 1, 4]]),
+         (0, "ok", S, [[S, 0, [0, 1]], [S, 1, [0, 2]]]), (1, "ok", S, [[S, 0, [1, 3]], [S, 1, [1, 4]]])]
+        + drain({0: [[0, 1], [1, 3]], 1: [[0, 2], [1, 4]]}),
+        [],
+        None,
+    ),
+    "near-G0-realtime-in-order": (send(0, 0, 1, "ok", 0) + send(1, 0, 2, "ok", 1) + drain({0: [[0, 1], [1, 2]]}),
+                                  [], None),
+    "near-G1c-one-way": (  # t2 read t1's send, t1 read nothing of t2's
+        [(0, "invoke", "txn", [[S, 0, 1], [P]]), (0, "ok", "txn", [[S, 0, [0, 1]], [P, {}]]),
+         (1, "invoke", "txn", [[S, 1, 2], [P]]), (1, "ok", "txn", [[S, 1, [0, 2]], [P, {"0": [[0, 1]]}]])]
+        + drain({0: [[0, 1]], 1: [[0, 2]]}),
+        [],
+        None,
+    ),
+    "G1c-realtime": (  # a poll read a value whose send was invoked only after the poll completed
+        assign(1, [0]) + poll(1, {0: [[0, 5]]}) + send(0, 0, 5, "ok", 0) + drain({0: [[0, 5]]}),
+        ["G1c-realtime"],
+        None,
+    ),
+    "near-G1c-realtime-concurrent": (  # the send was in flight while the poll ran
+        assign(1, [0]) + [(0, "invoke", S, [[S, 0, 5]])] + poll(1, {0: [[0, 5]]}) + [(0, "ok", S, [[S, 0, [0, 5]]])]
+        + drain({0: [[0, 5]]}),
+        [],
+        None,
+    ),
+    "near-precommitted-read": (  # a transaction read another's send, not its own
+        [(0, "invoke", "txn", [[S, 0, 1]]), (0, "ok", "txn", [[S, 0, [0, 1]]]),
+         (1, "invoke", "txn", [[S, 1, 2], [P]]), (1, "ok", "txn", [[S, 1, [0, 2]], [P, {"0": [[0, 1]]}]])]
+        + drain({0: [[0, 1]], 1: [[0, 2]]}),
+        [],
+        None,
+    ),
+    "near-empty-transaction-graph-one-send": (send(0, 0, 1, "ok", 0), ["unseen"], None),  # Jepsen: empty graph
     "divergent-replicas": (
         send(0, 0, 1, "ok", 0) + drain({0: [[0, 1]]}),
         ["divergent-replicas", "inconsistent-offsets"],
@@ -317,8 +356,19 @@ def render(ops: list[tuple[Any, ...]]) -> str:
 
 
 def main() -> None:
+    from tests.checks.jepsen_corpus import CASES as JEPSEN
+    from tests.checks.jepsen_corpus import WW_DEPS
+
     if OUT.exists():
         shutil.rmtree(OUT)
+    for name, (ops, expected, test_json, asserts) in JEPSEN.items():
+        d = OUT / f"jepsen-{name}"
+        d.mkdir(parents=True)
+        (d / "history.jsonl").write_text(render(ops))
+        (d / "expected.json").write_text(json.dumps(sorted(expected)) + "\n")
+        (d / "jepsen.json").write_text(json.dumps({"asserts": asserts, "ww_deps": name in WW_DEPS}) + "\n")
+        if test_json is not None:
+            (d / "test.json").write_text(json.dumps(test_json) + "\n")
     for name, (ops, expected, test_json) in CASES.items():
         d = OUT / name
         d.mkdir(parents=True)

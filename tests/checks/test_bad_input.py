@@ -124,9 +124,10 @@ def test_many_paths_each_get_their_own_verdict_and_the_worst_exit_code(
 
 @pytest.mark.spark
 def test_replica_dumps_stay_with_their_run_when_an_earlier_path_is_not_judged(spark: object, tmp_path: Path) -> None:
-    """Runs are numbered by their place among the paths, and a path that is refused or has nothing
-    to judge is skipped: the replica dumps of the runs after it must still join their own run's
-    facts (divergent replicas found in their run, nowhere else)."""
+    """Runs are numbered by their place among the paths, and a path that is refused or has no send or
+    poll (invalid without a Spark job: empty-transaction-graph) is skipped: the replica dumps of the
+    runs after it must still join their own run's facts (divergent replicas found in their run,
+    nowhere else)."""
     from results.check import CheckResult, check_runs
 
     corpus = Path(__file__).resolve().parent / "corpus"
@@ -139,7 +140,8 @@ def test_replica_dumps_stay_with_their_run_when_an_earlier_path_is_not_judged(sp
     shutil.copytree(corpus / "divergent-replicas", div)
     shutil.copytree(corpus / "valid-basic", ok)
     got = check_runs([bad, nothing, ok, div], spark_master="local[2]", perf=False, elle_cli="")
-    assert not isinstance(got[0], CheckResult) and isinstance(got[1], CheckResult) and got[1].valid == "unknown"
+    assert not isinstance(got[0], CheckResult) and isinstance(got[1], CheckResult)
+    assert got[1].valid is False and got[1].bad_error_types == ["empty-transaction-graph"]  # as Jepsen judges it
     assert isinstance(got[2], CheckResult) and got[2].valid is True, got[2].anomalies
     assert isinstance(got[3], CheckResult) and "divergent-replicas" in got[3].anomalies, got[3].anomalies
 

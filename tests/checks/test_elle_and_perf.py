@@ -1,6 +1,7 @@
 """elle-cli export against a golden file in elle-cli's documented list-append JSON form; the real
-elle-cli when installed (a real run, a planted G1a and a planted cycle, a crash and a time-out, one JVM
-per batch); the performance facts a plot reads."""
+elle-cli when installed (a real run, a planted G1a and planted divergent prefixes, a crash and a
+time-out, one JVM per batch; a G1c cycle that our own search finds and elle's one-micro-op view does
+not judge); the performance facts a plot reads."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def test_elle_verbose_output_is_read_per_file_by_valid_alone() -> None:
 
 def test_without_elle_cli_the_check_is_skipped_never_passed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ELLE_CLI", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-elle-here"))
     r = run_elle(GOLDEN_HISTORY, tmp_path)
     assert r.status == "skipped" and r.status != "valid"
     monkeypatch.setenv("ELLE_CLI", "/nonexistent/elle-cli")
@@ -53,7 +55,7 @@ def test_without_elle_cli_the_check_is_skipped_never_passed(tmp_path: Path, monk
 
 
 def _cycle_history(path: Path) -> Path:
-    """Two transactions that each read the other's send: a G1c cycle only elle-cli can see."""
+    """Two transactions that each read the other's send: a G1c cycle (our own search finds it)."""
     ops = [
         (0, "invoke", [["send", 0, 1], ["poll"]]),
         (1, "invoke", [["send", 1, 2], ["poll"]]),
@@ -74,18 +76,34 @@ def _counting(tmp_path: Path, target: str, env: str = "") -> tuple[str, Path]:
     return str(script), log
 
 
+def _divergent_history(path: Path) -> Path:
+    """Two polls from offset 0 that disagree about the key's second record: prefixes no one list has."""
+    ops = [
+        (0, "invoke", "send", [["send", 0, 1], ["send", 0, 2], ["send", 0, 3]]),
+        (0, "ok", "send", [["send", 0, [0, 1]], ["send", 0, [1, 2]], ["send", 0, [2, 3]]]),
+        (1, "invoke", "poll", [["poll"]]), (1, "ok", "poll", [["poll", {"0": [[0, 1], [1, 2]]}]]),
+        (2, "invoke", "poll", [["poll"]]), (2, "ok", "poll", [["poll", {"0": [[0, 1], [1, 3]]}]]),
+    ]
+    path.write_text("".join(json.dumps({"index": i, "time": i + 1, "process": p, "type": t, "f": f, "value": v})
+                            + "\n" for i, (p, t, f, v) in enumerate(ops)))
+    return path
+
+
 def test_real_elle_cli_judges_a_batch_in_one_jvm(elle_cli: str, tmp_path: Path) -> None:
-    """A real run's export is valid, a planted G1a and a planted G1c cycle are invalid: three
-    histories, one elle-cli process."""
+    """A real run's export is valid, a planted G1a and planted divergent prefixes are invalid; a G1c
+    cycle across two keys is not elle's to judge in our export (one micro-op per transaction: Kafka
+    does not isolate writes, which elle's list-append model would call G0): four histories, one
+    elle-cli process."""
     cmd, log = _counting(tmp_path, elle_cli)
     runs = []
     for name, history in [("real", REAL_RUN / "history.jsonl"), ("g1a", HERE / "corpus" / "G1a" / "history.jsonl"),
+                          ("prefix", _divergent_history(tmp_path / "prefix.jsonl")),
                           ("cycle", _cycle_history(tmp_path / "cycle.jsonl"))]:
         (tmp_path / name).mkdir()
         runs.append((history, tmp_path / name))
     got = run_elle_batch(runs, cmd)
-    assert [r.status for r in got] == ["valid", "invalid", "invalid"], [r.output[-500:] for r in got]
-    assert "G1a" in got[1].detail and "G1c" in got[2].detail
+    assert [r.status for r in got] == ["valid", "invalid", "invalid", "valid"], [r.output[-500:] for r in got]
+    assert "G1a" in got[1].detail and "incompatible-order" in got[2].detail
     assert log.read_text().count("start") == 1
     assert (tmp_path / "real" / "history.elle.json").is_file()
 
@@ -101,16 +119,19 @@ def test_real_elle_cli_crash_and_time_out_are_unknown_with_the_reason(elle_cli: 
 
 @pytest.mark.spark
 def test_check_with_real_elle_cli_folds_its_verdict_in(spark: Any, elle_cli: str, tmp_path: Path) -> None:
-    """`check_runs` with elle-cli: our anomalies find nothing in the cycle, elle-cli does, so the run is
-    invalid; the real run stays valid."""
-    cyc = tmp_path / "cycle"
-    cyc.mkdir()
+    """`check_runs` with elle-cli: divergent prefixes are invalid in both (ours: inconsistent-offsets,
+    elle's: incompatible-order), the G1c cycle is ours alone (elle's view: valid), the real run
+    stays valid in both."""
+    cyc, prefix, real = tmp_path / "cycle", tmp_path / "prefix", tmp_path / "real"
+    for d in (cyc, prefix):
+        d.mkdir()
     _cycle_history(cyc / "history.jsonl")
-    real = tmp_path / "real"
+    _divergent_history(prefix / "history.jsonl")
     shutil.copytree(REAL_RUN, real)
-    a, b = check_runs([cyc, real], spark_master="local[2]", perf=False, elle_cli=elle_cli)
-    assert isinstance(a, CheckResult) and isinstance(b, CheckResult)
-    assert a.anomalies == {} and a.elle["status"] == "invalid" and a.valid is False
+    a, p, b = check_runs([cyc, prefix, real], spark_master="local[2]", perf=False, elle_cli=elle_cli)
+    assert isinstance(a, CheckResult) and isinstance(p, CheckResult) and isinstance(b, CheckResult)
+    assert a.bad_error_types == ["G1c"] and a.elle["status"] == "valid" and a.valid is False
+    assert p.elle["status"] == "invalid" and "inconsistent-offsets" in p.bad_error_types and p.valid is False
     assert b.elle["status"] == "valid" and b.valid is True, b.to_json()
 
 
@@ -172,3 +193,32 @@ def test_perf_facts_of_many_runs_in_one_job_stay_with_their_run(spark: Any, tmp_
         assert len(lat) == sum(1 for d in lines if d["type"] != "invoke"), run.name
         assert sorted(lat["time_s"] * 1e9) == pytest.approx(sorted(d["time"] for d in lines if d["type"] != "invoke"))
         assert r.perf["fault_windows"] == 0 and r.timings["runs_in_job"] == 3
+
+
+def test_elle_cli_is_found_as_a_user_installs_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--elle-cli first, then $ELLE_CLI, then elle-cli on PATH; when none, one sentence says what will not
+    be looked for (and nothing when it was turned off on purpose); a value that is no command line is
+    the user's mistake (exit 3) or this machine's (exit 6), never a crash."""
+    from kernel.errors import EnvironmentProblem, UsageError
+    from results.elle import absent_note, elle_command
+
+    on_path = tmp_path / "bin" / "elle-cli"
+    on_path.parent.mkdir()
+    on_path.write_text("#!/bin/sh\nexit 0\n")
+    on_path.chmod(0o755)
+    monkeypatch.delenv("ELLE_CLI", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert elle_command(None) is None
+    note = absent_note(None)
+    assert note is not None and "elle-cli not found" in note and "will not run" in note and "G1a" in note
+    assert absent_note("") is None and elle_command("") is None
+    monkeypatch.setenv("PATH", str(on_path.parent))
+    assert elle_command(None) == [str(on_path)] and absent_note(None) is None
+    monkeypatch.setenv("ELLE_CLI", "/opt/elle/elle-cli --flag")
+    assert elle_command(None) == ["/opt/elle/elle-cli", "--flag"]
+    assert elle_command("/x/elle.jar") == ["java", "-jar", "/x/elle.jar"]
+    with pytest.raises(UsageError, match="--elle-cli '\"oops' is not a command line"):
+        elle_command('"oops')
+    monkeypatch.setenv("ELLE_CLI", '"oops')
+    with pytest.raises(EnvironmentProblem, match="ELLE_CLI="):
+        elle_command(None)
