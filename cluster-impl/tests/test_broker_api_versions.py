@@ -56,6 +56,9 @@ def request_body(key: int, version: int) -> dict[str, Any]:
             {"name": "segment.bytes", "config_operation": 0, "value": str(1 << 20)}]}], "validate_only": False}
     if key == 22:
         return {"transactional_id": None, "transaction_timeout_ms": 60000, "producer_id": -1, "producer_epoch": -1}
+    if key == 23:
+        return {"replica_id": -1, "topics": [{"topic": TOPIC, "partitions": [
+            {"partition": 0, "current_leader_epoch": 0, "leader_epoch": 0}]}]}
     if key == 37:  # each version grows GROW by one more partition (versions run in order)
         return {"topics": [{"name": GROW, "count": 2 + version, "assignments": None}], "timeout_ms": 5000,
                 "validate_only": False}
@@ -214,6 +217,9 @@ def test_every_advertised_version_round_trips(vbroker: BrokerProc, key: int, ver
         assert resp.responses[0].error_code == 0 and resp.responses[0].name == f"doomed-v{version}"
     elif key == 22:
         assert resp.error_code == 0 and resp.producer_id >= 0
+    elif key == 23:  # the only epoch, 0, ends at the log end
+        part = resp.topics[0].partitions[0]
+        assert part.error_code == 0 and part.leader_epoch == 0 and part.end_offset >= 1
     elif key == 32:
         got = {c.name: c.value for c in resp.results[0].configs}
         assert resp.results[0].error_code == 0 and got["cleanup.policy"] == "delete"

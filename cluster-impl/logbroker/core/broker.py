@@ -23,6 +23,7 @@ from logbroker.config import BrokerConfig
 from logbroker.core import admin
 from logbroker.core.clock import Clock
 from logbroker.core.fetch_session import FetchContext, FetchSessionCache, SessionPartition
+from logbroker.core.leader_epoch_api import offset_for_leader_epoch
 from logbroker.core.metadata import BrokerEndpoint, MetadataCache, PartitionMeta
 from logbroker.core.partition import Partition, Role, TopicPartition
 from logbroker.core.producer_id import ProducerIdAllocator
@@ -97,6 +98,7 @@ class BrokerCore:
             33: lambda v, r: self.topic_admin.alter_configs(v, r, incremental=False),
             44: lambda v, r: self.topic_admin.alter_configs(v, r, incremental=True),
             22: self.init_producer_id,
+            23: lambda v, r: offset_for_leader_epoch(self.partitions, v, r),
             37: lambda v, r: self.replication.create_partitions(v, r),
             43: lambda v, r: self.replication.elect_leaders(v, r),
             45: lambda v, r: self.replication.alter_partition_reassignments(v, r),

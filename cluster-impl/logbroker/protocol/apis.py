@@ -37,7 +37,14 @@ from kafka.protocol.admin.groups import (
     ListGroupsRequest,
     ListGroupsResponse,
 )
-from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
+from kafka.protocol.consumer import (
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 from kafka.protocol.consumer.group import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -94,6 +101,8 @@ APIS: dict[int, Api] = {
         Api(19, "CreateTopics", CreateTopicsRequest, CreateTopicsResponse, 2, 5),
         Api(20, "DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse, 1, 5),
         Api(22, "InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 4),
+        # for clients (KIP-320 position validation); followers ask through protocol/internal.py
+        Api(23, "OffsetForLeaderEpoch", OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 4),
         Api(32, "DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse, 1, 4),
         Api(33, "AlterConfigs", AlterConfigsRequest, AlterConfigsResponse, 0, 2),
         Api(37, "CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse, 0, 3),
