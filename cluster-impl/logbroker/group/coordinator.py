@@ -2,9 +2,11 @@
 
 This broker coordinates the groups whose partition of `__consumer_offsets` it leads. Ownership is
 checked on every request and every tick against the partition's role and leader epoch (no hook in
-the replica manager is needed): a partition led at an epoch not loaded yet is read from the start
-of its log, the last record of each key winning; a partition no longer led here is unloaded, and
-whatever waited on its groups is answered NOT_COORDINATOR, so clients look the coordinator up again.
+the replica manager is needed; the rules, shared with the transaction coordinator, are in
+`core/coordinator_partitions.py`): a partition newly led here is read from the start of its log,
+the last record of each key winning; one still led here at a new epoch keeps its groups unless
+another leader wrote in between; a partition no longer led here is unloaded, and whatever waited
+on its groups is answered NOT_COORDINATOR, so clients look the coordinator up again.
 
 Writes (offset commits, a generation's group record) are appended as leader and answered when the
 partition's HW covers them, through the broker's purgatory like an acks=all produce; the offset
@@ -26,6 +28,7 @@ from typing import Any
 
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
+from logbroker.core.coordinator_partitions import Loaded, Verdict, append_survives, judge
 from logbroker.core.partition import Partition, TopicPartition
 from logbroker.core.purgatory import Body, Deferred
 from logbroker.core.reply import Reply
@@ -54,7 +57,7 @@ class GroupCoordinator:
         self.cfg = core.config
         self.groups: dict[str, Group] = {}
         self.offsets: dict[str, dict[tuple[str, int], Committed]] = {}
-        self.loaded: dict[int, int] = {}  # partition of __consumer_offsets → leader epoch loaded at
+        self.loaded: dict[int, Loaded] = {}  # partition of __consumer_offsets → its load
         self._seq = 0
 
     def handlers(self) -> dict[int, Callable[[int, Any], Reply]]:
@@ -75,15 +78,12 @@ class GroupCoordinator:
     def _owned(self, pidx: int) -> Partition | None:
         """The partition if this broker leads it, loaded; unloads it if it does not any more."""
         p = self.core.partitions.get(TopicPartition(OFFSETS_TOPIC, pidx))
-        if p is None or not p.is_leader():
-            if pidx in self.loaded:
-                self._unload(pidx)
-            return None
-        if self.loaded.get(pidx) != p.leader_epoch:
-            if pidx in self.loaded:
-                self._unload(pidx)
+        verdict = judge(p, self.loaded.get(pidx))
+        if verdict in (Verdict.UNLOAD, Verdict.RELOAD):
+            self._unload(pidx)
+        if verdict in (Verdict.LOAD, Verdict.RELOAD) and p is not None:
             self._load(p)
-        return p
+        return p if verdict in (Verdict.LOAD, Verdict.KEEP, Verdict.RELOAD) else None
 
     def _coordinator_error(self, group: str) -> Err:
         if not group:
@@ -107,7 +107,7 @@ class GroupCoordinator:
         now = self._now()
         for gid, snap in snaps.items():
             self.groups[gid] = Group.restore(gid, snap, now, self.cfg.group_initial_rebalance_delay_ms)
-        self.loaded[p.tp.partition] = p.leader_epoch
+        self.loaded[p.tp.partition] = Loaded(p.leader_epoch)
         log.info("%s: loaded %d records (%d groups) as leader at epoch %d", p.tp, n, len(snaps), p.leader_epoch)
 
     def _remember(self, key: OffsetKey, value: OffsetValue, log_offset: int) -> None:
@@ -159,7 +159,7 @@ class GroupCoordinator:
         end = info.last_offset + 1
 
         def lost() -> bool:
-            return not p.is_leader() or p.leader_epoch != epoch
+            return not append_survives(p, epoch, end)
 
         def complete(timed_out: bool) -> Body:
             err = Err.NOT_COORDINATOR if lost() else Err.COORDINATOR_NOT_AVAILABLE if p.hw < end else Err.NONE
@@ -377,10 +377,10 @@ class GroupCoordinator:
         p = self._owned(self._partition_of(gid))
         if not recs or p is None:
             return Reply(version, body())
-        pidx, epoch_at = p.tp.partition, p.leader_epoch
+        pidx, load = p.tp.partition, self.loaded.get(p.tp.partition)
 
         def done(err: Err, base: int) -> Body:
-            if err == Err.NONE and self.loaded.get(pidx) == epoch_at:
+            if err == Err.NONE and self.loaded.get(pidx) is load:
                 for n, (k, v) in enumerate(written):
                     self._remember(k, v, base + n)
             for k, _ in written:
