@@ -56,6 +56,9 @@ def request_body(key: int, version: int) -> dict[str, Any]:
             {"name": "segment.bytes", "config_operation": 0, "value": str(1 << 20)}]}], "validate_only": False}
     if key == 22:
         return {"transactional_id": None, "transaction_timeout_ms": 60000, "producer_id": -1, "producer_epoch": -1}
+    if key == 27:  # a COMMIT marker of a producer of its own per version (no transaction open: nothing to close)
+        return {"markers": [{"producer_id": 900 + version, "producer_epoch": 0, "transaction_result": True,
+                             "topics": [{"name": TOPIC, "partition_indexes": [0]}], "coordinator_epoch": 0}]}
     if key == 37:  # each version grows GROW by one more partition (versions run in order)
         return {"topics": [{"name": GROW, "count": 2 + version, "assignments": None}], "timeout_ms": 5000,
                 "validate_only": False}
@@ -214,6 +217,8 @@ def test_every_advertised_version_round_trips(vbroker: BrokerProc, key: int, ver
         assert resp.responses[0].error_code == 0 and resp.responses[0].name == f"doomed-v{version}"
     elif key == 22:
         assert resp.error_code == 0 and resp.producer_id >= 0
+    elif key == 27:
+        assert resp.markers[0].producer_id == 900 + version and resp.markers[0].topics[0].partitions[0].error_code == 0
     elif key == 32:
         got = {c.name: c.value for c in resp.results[0].configs}
         assert resp.results[0].error_code == 0 and got["cleanup.policy"] == "delete"

@@ -19,9 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from logbroker.bugs import Bug
 from logbroker.config import BrokerConfig
 from logbroker.core import admin
 from logbroker.core.clock import Clock
+from logbroker.core.control_hook import ControlBatchListener, IgnoreControlBatches
 from logbroker.core.fetch_session import FetchContext, FetchSessionCache, SessionPartition
 from logbroker.core.metadata import BrokerEndpoint, MetadataCache, PartitionMeta
 from logbroker.core.partition import Partition, Role, TopicPartition
@@ -30,6 +32,7 @@ from logbroker.core.purgatory import Body, Deferred, Purgatory
 from logbroker.core.reply import TOPIC_RE, Reply
 from logbroker.core.topic_admin import AlterBody, TopicAdmin
 from logbroker.core.topic_config import TopicSettings, effective
+from logbroker.core.txn_markers import TxnMarkerWriter
 from logbroker.group.coordinator import GroupCoordinator
 from logbroker.group.records import OFFSETS_TOPIC
 from logbroker.log.checkpoint import write_atomically
@@ -84,6 +87,11 @@ class BrokerCore:
                                                                  config.advertised_port)
         self.replication: Replication = Standalone(self)
         self.topic_admin = TopicAdmin(self)
+        #: told of every marker the leader wrote and replicated (the group coordinator's pending
+        #: transactional offsets hang on them; core/control_hook.py)
+        self.control_listener: ControlBatchListener = IgnoreControlBatches()
+        self.txn_markers = TxnMarkerWriter(self,
+                                           ack_before_replication=Bug.MARKER_ACK_BEFORE_REPLICATION in config.bugs)
         self._settings: dict[str, TopicSettings] = {}
         self.handlers: dict[int, Callable[[int, Any], Reply]] = {
             0: self.produce,
@@ -97,6 +105,7 @@ class BrokerCore:
             33: lambda v, r: self.topic_admin.alter_configs(v, r, incremental=False),
             44: lambda v, r: self.topic_admin.alter_configs(v, r, incremental=True),
             22: self.init_producer_id,
+            27: self.txn_markers.write_txn_markers,
             37: lambda v, r: self.replication.create_partitions(v, r),
             43: lambda v, r: self.replication.elect_leaders(v, r),
             45: lambda v, r: self.replication.alter_partition_reassignments(v, r),
@@ -118,9 +127,8 @@ class BrokerCore:
         p = self.partitions.get(tp)
         if p is None:
             lg = Log(self.config.log_dirs / str(tp), self._log_config(tp.topic), self.clock.monotonic_ms)
-            p = Partition(tp, lg, self.config.broker_id)
-            p.producers.rebuild(lg.recovered_headers)
-            lg.recovered_headers = []
+            p = Partition(tp, lg, self.config.broker_id, lso_is_hw=Bug.LSO_IGNORES_OPEN_TXNS in self.config.bugs)
+            p.load_producer_state()
             p.hw = lg.read_hw_checkpoint()
             self.partitions[tp] = p
         return p
@@ -134,6 +142,8 @@ class BrokerCore:
             return False
         p.role = Role.NONE
         self.purgatory.check()
+        if not delete:
+            p.snapshot()
         p.log.flush()
         p.log.write_hw_checkpoint(p.hw)
         p.log.close()
@@ -151,6 +161,7 @@ class BrokerCore:
     def close(self) -> None:
         self.checkpoint()
         for p in self.partitions.values():
+            p.snapshot()
             p.log.close()
 
     def tick(self) -> None:
@@ -318,9 +329,7 @@ class BrokerCore:
                 return self._produce_result(index, Err.NONE, base, p.log.log_start_offset), (last + 1)
         elif any(h.producer_id >= 0 for h in headers):
             return self._produce_result(index, Err.INVALID_REQUEST), None
-        info = p.log.append_as_leader(records, p.leader_epoch)
-        for h in info.headers:
-            p.producers.update(h)
+        info = p.append_as_leader(records)
         self.replication.on_leader_append(p)
         self.purgatory.check([p.tp])
         return self._produce_result(index, Err.NONE, info.base_offset, p.log.log_start_offset), info.last_offset + 1

@@ -43,13 +43,11 @@ class Segment:
         return seg
 
     # --- recovery ------------------------------------------------------------------------------
-    def recover(self) -> tuple[int, list[BatchHeader]]:
-        """Re-validate every batch (framing and CRC); truncate a torn or corrupt tail.
-
-        Returns (bytes truncated, headers of the valid batches) so the log can rebuild producer state.
-        """
+    def recover(self) -> int:
+        """Re-validate every batch (framing and CRC); truncate a torn or corrupt tail. Returns the
+        bytes truncated."""
         data = os.pread(self._fd, os.fstat(self._fd).st_size, 0)
-        pos, headers = 0, []
+        pos = 0
         self.bases, self.lasts, self.positions = [], [], []
         while pos < len(data):
             try:
@@ -59,7 +57,6 @@ class Segment:
             except CorruptBatch:
                 break
             self._remember(h, pos)
-            headers.append(h)
             pos += h.size
         cut = len(data) - pos
         if cut:
@@ -68,7 +65,7 @@ class Segment:
         self.size = self.low = pos
         self.durable = pos if cut else 0  # recovery fsyncs only when it cut a torn tail
         self._rewrite_index()
-        return cut, headers
+        return cut
 
     def _rewrite_index(self) -> None:
         os.ftruncate(self._idx_fd, 0)

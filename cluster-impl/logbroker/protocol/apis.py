@@ -55,7 +55,12 @@ from kafka.protocol.consumer.group import (
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
-from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+from kafka.protocol.producer.transaction import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 
 from logbroker.protocol import legacy
 
@@ -94,6 +99,7 @@ APIS: dict[int, Api] = {
         Api(19, "CreateTopics", CreateTopicsRequest, CreateTopicsResponse, 2, 5),
         Api(20, "DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse, 1, 5),
         Api(22, "InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 4),
+        Api(27, "WriteTxnMarkers", WriteTxnMarkersRequest, WriteTxnMarkersResponse, 0, 2),  # broker to broker
         Api(32, "DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse, 1, 4),
         Api(33, "AlterConfigs", AlterConfigsRequest, AlterConfigsResponse, 0, 2),
         Api(37, "CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse, 0, 3),
