@@ -34,6 +34,11 @@ class Bug(StrEnum):
     #: transaction, KIP-664's subject: the LSO stops and read_committed consumers stall) or a later
     #: marker decides it differently.
     MARKER_ACK_BEFORE_REPLICATION = "marker-ack-before-replication"
+    #: A partition leader lets any transactional produce open a transaction, without asking the
+    #: coordinator whether the partition is in the producer's transaction (Kafka before KIP-890): a
+    #: delayed write of a finished transaction joins the producer's next one, Jepsen's torn
+    #: transactions in Bufstream 0.1.0 (jepsen.io/analyses/bufstream-0.1.0, 2024).
+    NO_TXN_VERIFICATION = "no-txn-verification"
 
 
 def parse_bugs(names: Iterable[str]) -> frozenset[Bug]:
