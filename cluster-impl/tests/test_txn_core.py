@@ -70,8 +70,8 @@ def produce(core: BrokerCore, records: bytes, *, partition: int = 0, txn_id: str
 def markers(core: BrokerCore, pid: int, epoch: int, commit: bool, partitions: list[int], coordinator_epoch: int = 0,
             version: int = 1) -> Reply:
     return core.handle(27, version, make_message(WriteTxnMarkersRequest, version, {"markers": [{
-        "producer_id": pid, "producer_epoch": epoch, "transaction_result": commit, "coordinator_epoch": coordinator_epoch,
-        "topics": [{"name": TOPIC, "partition_indexes": partitions}]}]}))
+        "producer_id": pid, "producer_epoch": epoch, "transaction_result": commit,
+        "coordinator_epoch": coordinator_epoch, "topics": [{"name": TOPIC, "partition_indexes": partitions}]}]}))
 
 
 def marker_errors(r: Reply) -> list[int]:
@@ -98,8 +98,9 @@ def values(records: bytes) -> list[bytes]:
 
 
 def latest(core: BrokerCore, committed: bool) -> int:
-    r = body(core.handle(2, 5, make_message(ListOffsetsRequest, 5, {"replica_id": -1, "isolation_level": int(committed),
-        "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]})))
+    part = {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}
+    r = body(core.handle(2, 5, make_message(ListOffsetsRequest, 5, {
+        "replica_id": -1, "isolation_level": int(committed), "topics": [{"name": TOPIC, "partitions": [part]}]})))
     return int(r["topics"][0]["partitions"][0]["offset"])
 
 
@@ -152,25 +153,25 @@ def test_an_incremental_session_reports_a_moved_lso(core: BrokerCore) -> None:
     assert p1["aborted_transactions"] == [{"producer_id": pid, "first_offset": 0}]
 
 
-def test_markers_are_answered_after_the_isr_has_them(tmp_path: Path) -> None:
-    for bug in (False, True):
-        core = make_core(tmp_path / str(bug), *(["marker-ack-before-replication"] if bug else []),
-                         **{"transaction.kip890.enable": "false"})
-        p = core.partitions[TopicPartition(TOPIC, 0)]
-        pid = producer_id(core)
-        produce(core, txn_batch(pid, 0, 0))
-        p.isr, p.replicas, p.follower_leo = [1, 2], [1, 2], {2: p.leo}  # a follower that has everything so far
-        r = markers(core, pid, 0, commit=True, partitions=[0])
-        if bug:
-            assert r.deferred is not None and r.deferred.done, "the bug answers before replication"
-            continue
-        assert r.deferred is not None and not r.deferred.done and p.hw == 2
-        got: list[Any] = []
-        r.deferred.on_done(lambda v, b: got.append(b))
-        p.record_follower_fetch(2, p.leo, 1000)
-        assert p.maybe_advance_hw()
-        core.purgatory.check([p.tp])
-        assert got and [x["error_code"] for x in got[0]["markers"][0]["topics"][0]["partitions"]] == [0]
+@pytest.mark.parametrize("bug", [False, True], ids=["correct", "marker-ack-before-replication"])
+def test_markers_are_answered_after_the_isr_has_them(tmp_path: Path, bug: bool) -> None:
+    core = make_core(tmp_path, *(["marker-ack-before-replication"] if bug else []),
+                     **{"transaction.kip890.enable": "false"})
+    p = core.partitions[TopicPartition(TOPIC, 0)]
+    pid = producer_id(core)
+    produce(core, txn_batch(pid, 0, 0))
+    p.isr, p.replicas, p.follower_leo = [1, 2], [1, 2], {2: p.leo}  # a follower that has everything so far
+    r = markers(core, pid, 0, commit=True, partitions=[0])
+    if bug:
+        assert r.deferred is not None and r.deferred.done, "the bug answers before replication"
+        return
+    assert r.deferred is not None and not r.deferred.done and p.hw == 2
+    got: list[Any] = []
+    r.deferred.on_done(lambda v, b: got.append(b))
+    p.record_follower_fetch(2, p.leo, 1000)
+    assert p.maybe_advance_hw()
+    core.purgatory.check([p.tp])
+    assert got and [x["error_code"] for x in got[0]["markers"][0]["topics"][0]["partitions"]] == [0]
 
 
 def test_marker_errors_append_nothing(core: BrokerCore) -> None:
