@@ -67,7 +67,8 @@ class Log:
         bases = sorted(int(p.stem) for p in self.dir.glob("*.log"))
         for i, base in enumerate(bases):
             seg = Segment.open(self.dir, base)
-            cut = seg.recover()
+            rolled = i < len(bases) - 1  # fsynced when rolled: its index is trusted if it fits (segment.py)
+            cut = 0 if rolled and seg.load_index() else seg.recover()
             self.segments.append(seg)
             if cut:
                 log.warning("%s: truncated %d bytes of torn/corrupt tail in segment %d", self.dir.name, cut, base)
