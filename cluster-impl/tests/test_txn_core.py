@@ -209,3 +209,103 @@ def test_transactional_produce_checks(core: BrokerCore) -> None:
     assert p.leo == leo
     dup = produce(core, txn_batch(pid, 1, 0))
     assert dup["error_code"] == 0 and dup["base_offset"] == 0 and p.leo == leo, "a retried batch is not appended"
+
+
+# --- KIP-890 part 1: the leader asks the coordinator -----------------------------------------------------
+class StandInCoordinator:
+    """Answers AddPartitionsToTxn v4 `verify_only` from the partitions a test says were added to each
+    transaction, now or when the test releases it (until the real coordinator, `logbroker/txn/`, exists
+    in this branch: these tests are about the leader's side of the question)."""
+
+    def __init__(self, core: BrokerCore, *, hold: bool = False) -> None:
+        self.core = core
+        self.added: set[tuple[str, int, int, str, int]] = set()  # (txn id, producer id, epoch, topic, partition)
+        self.asked: list[tuple[str, int]] = []
+        self.hold = hold
+        self.released = False
+        core.create_local_topic("__transaction_state", 1)  # this broker leads it: it is the coordinator
+        core.handlers[24] = self.handle
+
+    def handle(self, version: int, req: Any) -> Reply:
+        assert version >= 4 and all(t.verify_only for t in req.transactions)
+
+        def answer(timed_out: bool = False) -> dict[str, Any]:
+            return {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": [
+                {"transactional_id": t.transactional_id, "topic_results": [
+                    {"name": tp.name, "results_by_partition": [
+                        {"partition_index": i, "partition_error_code": 0 if (
+                            t.transactional_id, t.producer_id, t.producer_epoch, tp.name, i) in self.added
+                         else int(Err.INVALID_TXN_STATE)} for i in tp.partitions]} for tp in t.topics]}
+                for t in req.transactions]}
+
+        self.asked.extend((tp.name, i) for t in req.transactions for tp in t.topics for i in tp.partitions)
+        if not self.hold:
+            return Reply(version, answer())
+        from logbroker.core.purgatory import Deferred
+
+        d = Deferred(lambda: self.released, answer, 10**12, version, frozenset({"stand-in"}))
+        return Reply(version, deferred=self.core.purgatory.add(d))
+
+    def release(self) -> None:
+        self.released = True
+        self.core.purgatory.check(["stand-in"])
+
+
+@pytest.mark.parametrize("bug", [False, True], ids=["correct", "no-txn-verification"])
+def test_a_transaction_opens_at_a_partition_only_if_the_coordinator_added_it(tmp_path: Path, bug: bool) -> None:
+    core = make_core(tmp_path, *(["no-txn-verification"] if bug else []))
+    coordinator = StandInCoordinator(core)
+    pid = producer_id(core)
+    coordinator.added.add((TXN_ID, pid, 0, TOPIC, 0))
+    assert produce(core, txn_batch(pid, 0, 0), partition=0)["error_code"] == 0
+    assert produce(core, txn_batch(pid, 0, 2), partition=0)["error_code"] == 0
+    got = produce(core, txn_batch(pid, 0, 0), partition=1)  # never added: a torn transaction in the making
+    if bug:
+        assert got["error_code"] == 0 and coordinator.asked == []
+        return
+    assert got["error_code"] == Err.INVALID_TXN_STATE and got["error_message"]
+    assert core.partitions[TopicPartition(TOPIC, 1)].leo == 0
+    assert coordinator.asked == [(TOPIC, 0), (TOPIC, 1)], "asked once per transaction opening, not per batch"
+
+
+def test_batches_pipelined_behind_an_unanswered_verification_go_in_after_it_in_order(tmp_path: Path) -> None:
+    core = make_core(tmp_path)
+    coordinator = StandInCoordinator(core, hold=True)
+    pid = producer_id(core)
+    coordinator.added.add((TXN_ID, pid, 0, TOPIC, 0))
+    p = core.partitions[TopicPartition(TOPIC, 0)]
+    replies = [core.handle(0, 9, make_message(ProduceRequest, 9, {
+        "transactional_id": TXN_ID, "acks": 1, "timeout_ms": 5000,
+        "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": txn_batch(pid, 0, seq)}]}]}))
+        for seq in (0, 2)]
+    assert all(r.deferred is not None and not r.deferred.done for r in replies) and p.leo == 0
+    coordinator.release()
+    results = [body(r)["responses"][0]["partition_responses"][0] for r in replies]
+    assert [(x["error_code"], x["base_offset"]) for x in results] == [(0, 0), (0, 2)]
+    assert p.producers.ongoing == {pid: 0}
+
+
+def test_a_marker_or_a_timeout_voids_an_unanswered_verification(tmp_path: Path) -> None:
+    core = make_core(tmp_path)
+    coordinator = StandInCoordinator(core, hold=True)
+    pid = producer_id(core)
+    coordinator.added.update({(TXN_ID, pid, 0, TOPIC, 0), (TXN_ID, pid, 0, TOPIC, 1)})
+    waiting = core.handle(0, 9, make_message(ProduceRequest, 9, {
+        "transactional_id": TXN_ID, "acks": 1, "timeout_ms": 60000,
+        "topic_data": [{"name": TOPIC, "partition_data": [{"index": 0, "records": txn_batch(pid, 0, 0)}]}]}))
+    # the transaction ends (the coordinator aborted it) while the question is on its way
+    assert marker_errors(markers(core, pid, 0, commit=False, partitions=[0])) == [0]
+    timing_out = core.handle(0, 9, make_message(ProduceRequest, 9, {
+        "transactional_id": TXN_ID, "acks": 1, "timeout_ms": 5000,
+        "topic_data": [{"name": TOPIC, "partition_data": [{"index": 1, "records": txn_batch(pid, 0, 0)}]}]}))
+    clock = core.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(6000)
+    core.purgatory.expire(clock.monotonic_ms())
+    late = body(timing_out)["responses"][0]["partition_responses"][0]
+    assert late["error_code"] == Err.NOT_ENOUGH_REPLICAS, "unanswered: the client retries"
+    coordinator.release()
+    voided = body(waiting)["responses"][0]["partition_responses"][0]
+    assert voided["error_code"] == Err.INVALID_TXN_STATE
+    assert core.partitions[TopicPartition(TOPIC, 0)].producers.ongoing == {}
+    assert core.partitions[TopicPartition(TOPIC, 1)].leo == 0, "a late yes appends nothing"
