@@ -1,5 +1,5 @@
 """Transactions on a real broker process, the partition side: transactional batches and markers in
-the log, librdkafka's read_committed consumer, and bad input that must be refused and leave the
+the log, the read_committed consumers of librdkafka, kafka-python and aiokafka, and bad input that must be refused and leave the
 partition readable.
 
 The transactional records here come from a raw client with a producer id from InitProducerId, and
@@ -94,6 +94,54 @@ def read(bootstrap: str, committed: bool, want: int, settle: float = 1.5) -> lis
     return got
 
 
+def read_kafka_python(bootstrap: str, want: int) -> list[int]:
+    """kafka-python's read_committed consumer (its own handling of the aborted-transaction list)."""
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    c = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed", enable_auto_commit=False,
+                      consumer_timeout_ms=3000)
+    c.assign([KTP(TOPIC, 0)])
+    c.seek(KTP(TOPIC, 0), 0)
+    got: list[int] = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(got) < want and time.monotonic() < deadline:
+            for recs in c.poll(timeout_ms=500).values():
+                got.extend(int(r.value) for r in recs)
+        got.extend(int(r.value) for recs in c.poll(timeout_ms=1500).values() for r in recs)  # nothing more
+    finally:
+        c.close()
+    return got
+
+
+def read_aiokafka(bootstrap: str, want: int) -> list[int]:
+    """aiokafka's read_committed consumer."""
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka import TopicPartition as ATP
+
+    async def go() -> list[int]:
+        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed", enable_auto_commit=False)
+        await c.start()
+        got: list[int] = []
+        try:
+            c.assign([ATP(TOPIC, 0)])
+            c.seek(ATP(TOPIC, 0), 0)
+            deadline = time.monotonic() + 30
+            while len(got) < want and time.monotonic() < deadline:
+                for recs in (await c.getmany(timeout_ms=500)).values():
+                    got.extend(int(r.value) for r in recs)
+            for recs in (await c.getmany(timeout_ms=1500)).values():  # nothing more
+                got.extend(int(r.value) for r in recs)
+        finally:
+            await c.stop()
+        return got
+
+    return asyncio.run(go())
+
+
 def ints(values: list[int]) -> list[bytes]:
     return [str(v).encode() for v in values]
 
@@ -129,6 +177,8 @@ def test_librdkafka_read_committed_reads_committed_records_only(txbroker: Broker
     assert latest(c, committed=True) == 9
     assert read(txbroker.bootstrap, committed=True, want=5) == [0, 1, 10, 11, 2]
     assert read(txbroker.bootstrap, committed=False, want=7) == [0, 1, 10, 11, 20, 21, 2]
+    assert read_kafka_python(txbroker.bootstrap, want=5) == [0, 1, 10, 11, 2]
+    assert read_aiokafka(txbroker.bootstrap, want=5) == [0, 1, 10, 11, 2]
     summary = dump_partition(txbroker.data / f"{TOPIC}-0")[0]
     assert summary["markers"] == [[7, "commit", a], [8, "abort", b]]
     # a restart keeps all of it (and the aborted-transaction index), from the snapshot written at shutdown
