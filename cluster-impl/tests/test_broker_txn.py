@@ -1,6 +1,6 @@
 """Transactions on a real broker process, the partition side: transactional batches and markers in
-the log, the read_committed consumers of librdkafka, kafka-python and aiokafka, and bad input that must be refused and leave the
-partition readable.
+the log, the read_committed consumers of librdkafka, kafka-python and aiokafka, and bad input that
+must be refused and leave the partition readable.
 
 The transactional records here come from a raw client with a producer id from InitProducerId, and
 the markers from raw WriteTxnMarkers requests, as a coordinator sends them: these tests are about
