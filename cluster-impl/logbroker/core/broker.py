@@ -25,6 +25,7 @@ from logbroker.core import admin
 from logbroker.core.clock import Clock
 from logbroker.core.control_hook import ControlBatchListener, IgnoreControlBatches
 from logbroker.core.fetch_session import FetchContext, FetchSessionCache, SessionPartition
+from logbroker.core.leader_host import Answer, LeaderReplication
 from logbroker.core.metadata import BrokerEndpoint, MetadataCache, PartitionMeta
 from logbroker.core.partition import Partition, Role, TopicPartition
 from logbroker.core.produce import ProduceHandler
@@ -34,7 +35,7 @@ from logbroker.core.reply import TOPIC_RE, Reply
 from logbroker.core.topic_admin import AlterBody, TopicAdmin
 from logbroker.core.topic_config import TopicSettings, effective
 from logbroker.core.txn_markers import TxnMarkerWriter
-from logbroker.core.txn_verify import Answer, TxnVerifier
+from logbroker.core.txn_verify import TxnVerifier
 from logbroker.group.coordinator import GroupCoordinator
 from logbroker.group.records import OFFSETS_TOPIC
 from logbroker.log.batch import iter_batches
@@ -50,23 +51,14 @@ LATEST, EARLIEST = -1, -2
 READ_COMMITTED = 1  # isolation_level of Fetch v4+ and ListOffsets v2+
 
 
-class Replication(Protocol):
-    """What the core asks of the replication layer (standalone: trivial answers)."""
+class Replication(LeaderReplication, Protocol):
+    """What the core asks of the replication layer (standalone: trivial answers); the leader's append
+    calls are `LeaderReplication`'s."""
 
     def on_follower_fetch(self, p: Partition, replica_id: int, fetch_offset: int) -> None: ...
 
-    def on_leader_append(self, p: Partition) -> None: ...
-
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str],
                      assignment: dict[int, list[int]] | None = None) -> Err: ...
-
-    def accepts_produce(self, p: Partition) -> Err: ...
-
-    def ask_broker(self, broker_id: int, request_cls: Any, response_cls: Any, version: int, body: dict[str, Any],
-                   answer: Answer) -> None:
-        """One Kafka request (kafka-python's classes) to another broker (KIP-890 verification); `answer`
-        gets the decoded response, or None if it could not be had."""
-        ...
 
     # topic admin (request reading and validation: core/topic_admin.py)
     def delete_topics(self, version: int, names: list[str], timeout_ms: int) -> Reply: ...

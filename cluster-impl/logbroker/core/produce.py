@@ -25,14 +25,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from logbroker.config import BrokerConfig
-from logbroker.core.clock import Clock
+from logbroker.core.leader_host import LeaderHost
 from logbroker.core.partition import Partition, TopicPartition
-from logbroker.core.purgatory import Body, Deferred, Purgatory
+from logbroker.core.purgatory import Body, Deferred
 from logbroker.core.reply import Reply
-from logbroker.core.topic_config import TopicSettings
 from logbroker.core.txn_verify import TxnVerifier
 from logbroker.log.batch import BatchHeader
 from logbroker.log.validate import Refused, validate
@@ -41,33 +39,6 @@ from logbroker.protocol.errors import Err
 log = logging.getLogger(__name__)
 
 Result = dict[str, Any]
-
-
-class ProduceReplication(Protocol):
-    def accepts_produce(self, p: Partition) -> Err: ...
-
-    def on_leader_append(self, p: Partition) -> None: ...
-
-
-class ProduceHost(Protocol):
-    """The broker core as the produce path sees it."""
-
-    @property
-    def config(self) -> BrokerConfig: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def partitions(self) -> dict[TopicPartition, Partition]: ...
-
-    @property
-    def purgatory(self) -> Purgatory: ...
-
-    @property
-    def replication(self) -> ProduceReplication: ...
-
-    def topic_settings(self, topic: str) -> TopicSettings: ...
 
 
 @dataclass
@@ -109,7 +80,7 @@ def body_of(results: dict[str, list[Result]]) -> Body:
 
 
 class ProduceHandler:
-    def __init__(self, core: ProduceHost, verifier: TxnVerifier, *, verify: bool) -> None:
+    def __init__(self, core: LeaderHost, verifier: TxnVerifier, *, verify: bool) -> None:
         self.core = core
         self.verifier = verifier
         self.verify = verify

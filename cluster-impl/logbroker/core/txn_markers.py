@@ -24,14 +24,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from logbroker.config import BrokerConfig
-from logbroker.core.clock import Clock
-from logbroker.core.control_hook import ControlBatchListener
-from logbroker.core.metadata import MetadataCache
+from logbroker.core.leader_host import LeaderHost
 from logbroker.core.partition import Partition, TopicPartition
-from logbroker.core.purgatory import Body, Deferred, Purgatory
+from logbroker.core.purgatory import Body, Deferred
 from logbroker.core.reply import Reply
 from logbroker.log.control import ControlMarker, marker_batch
 from logbroker.protocol.errors import Err
@@ -39,37 +36,6 @@ from logbroker.protocol.errors import Err
 log = logging.getLogger(__name__)
 
 MARKER_TIMEOUT_MS = 30_000  # Kafka's request.timeout.ms, which bounds its marker appends
-
-
-class MarkerReplication(Protocol):
-    def accepts_produce(self, p: Partition) -> Err: ...
-
-    def on_leader_append(self, p: Partition) -> None: ...
-
-
-class MarkerHost(Protocol):
-    """The broker core as the marker writer sees it."""
-
-    @property
-    def config(self) -> BrokerConfig: ...
-
-    @property
-    def clock(self) -> Clock: ...
-
-    @property
-    def metadata(self) -> MetadataCache: ...
-
-    @property
-    def partitions(self) -> dict[TopicPartition, Partition]: ...
-
-    @property
-    def purgatory(self) -> Purgatory: ...
-
-    @property
-    def replication(self) -> MarkerReplication: ...
-
-    @property
-    def control_listener(self) -> ControlBatchListener: ...
 
 
 @dataclass
@@ -91,7 +57,7 @@ class _Written:
 
 
 class TxnMarkerWriter:
-    def __init__(self, core: MarkerHost, *, ack_before_replication: bool = False) -> None:
+    def __init__(self, core: LeaderHost, *, ack_before_replication: bool = False) -> None:
         self.core = core
         self.ack_before_replication = ack_before_replication
 

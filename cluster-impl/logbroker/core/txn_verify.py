@@ -26,14 +26,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 
-from logbroker.config import BrokerConfig
-from logbroker.core.metadata import MetadataCache
+from logbroker.core.leader_host import Answer, LeaderHost
 from logbroker.core.names import TopicPartition
-from logbroker.core.reply import Reply
 from logbroker.group.records import partition_for
 from logbroker.protocol.apis import make_message
 from logbroker.protocol.errors import Err
@@ -42,32 +40,9 @@ log = logging.getLogger(__name__)
 
 TXN_TOPIC = "__transaction_state"
 ADD_PARTITIONS_TO_TXN, VERIFY_VERSION = 24, 4
-Answer = Callable[[Any], None]  # the decoded response object, or None when the request failed
 
 _RETRIABLE = frozenset({Err.NETWORK_EXCEPTION, Err.COORDINATOR_LOAD_IN_PROGRESS, Err.COORDINATOR_NOT_AVAILABLE,
                         Err.NOT_COORDINATOR, Err.CONCURRENT_TRANSACTIONS, Err.REQUEST_TIMED_OUT})
-
-
-class BrokerLink(Protocol):
-    def ask_broker(self, broker_id: int, request_cls: Any, response_cls: Any, version: int, body: dict[str, Any],
-                   answer: Answer) -> None:
-        """Send one Kafka request (kafka-python's classes) to another broker; `answer` gets its decoded
-        response, or None."""
-        ...
-
-
-class VerifyHost(Protocol):
-    @property
-    def config(self) -> BrokerConfig: ...
-
-    @property
-    def metadata(self) -> MetadataCache: ...
-
-    @property
-    def handlers(self) -> dict[int, Callable[[int, Any], Reply]]: ...
-
-    @property
-    def replication(self) -> Any: ...
 
 
 def _err(code: int) -> Err:
@@ -89,7 +64,7 @@ def produce_error(err: Err) -> Err:
 
 
 class TxnVerifier:
-    def __init__(self, core: VerifyHost) -> None:
+    def __init__(self, core: LeaderHost) -> None:
         self.core = core
 
     def coordinator(self, transactional_id: str) -> int:

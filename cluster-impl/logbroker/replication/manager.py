@@ -35,10 +35,10 @@ from logbroker.controller.decisions import place_replicas
 from logbroker.coord.retry import until_done
 from logbroker.coord.store import ClusterStore
 from logbroker.core.broker import BrokerCore, Reply
+from logbroker.core.leader_host import Answer
 from logbroker.core.metadata import BrokerEndpoint, PartitionMeta
 from logbroker.core.partition import Partition, Role, TopicPartition
 from logbroker.core.topic_admin import AlterBody
-from logbroker.core.txn_verify import Answer
 from logbroker.net import TCP, Network
 from logbroker.offload import Offload
 from logbroker.protocol.errors import Err
