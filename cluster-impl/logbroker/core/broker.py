@@ -92,13 +92,13 @@ class BrokerCore:
         #: transactional offsets hang on them; core/control_hook.py)
         self.control_listener: ControlBatchListener = IgnoreControlBatches()
         self.txn_verifier = TxnVerifier(self)
-        self.produce = ProduceHandler(self, self.txn_verifier, verify=config.transaction_kip890_enable
-                                      and Bug.NO_TXN_VERIFICATION not in config.bugs)
+        self.produce_handler = ProduceHandler(self, self.txn_verifier, verify=config.transaction_kip890_enable
+                                              and Bug.NO_TXN_VERIFICATION not in config.bugs)
         self.txn_markers = TxnMarkerWriter(self,
                                            ack_before_replication=Bug.MARKER_ACK_BEFORE_REPLICATION in config.bugs)
         self._settings: dict[str, TopicSettings] = {}
         self.handlers: dict[int, Callable[[int, Any], Reply]] = {
-            0: lambda v, r: self.produce.produce(v, r),
+            0: self.produce_handler.produce,
             1: self.fetch,
             2: self.list_offsets,
             3: self.metadata_request,
