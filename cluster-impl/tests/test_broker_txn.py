@@ -227,3 +227,28 @@ def test_lso_ignores_open_txns_switch(broker_factory: Any, bug: bool) -> None:
     assert end_txn(c, pid, 0, commit=False) == 0
     c.close()
     assert read(b.bootstrap, committed=True, want=0) == [], "aborted: librdkafka drops them either way"
+
+
+def test_an_operator_finds_a_hanging_transaction_and_aborts_it_with_kafka_pythons_admin(txbroker: BrokerProc) -> None:
+    """KIP-664 on the partition side: DescribeProducers shows the open transaction holding the LSO;
+    WriteTxnMarkers from the admin client (coordinator epoch -1) aborts it, and read_committed moves on."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KTP
+    from kafka.admin._transactions import AbortTransactionSpec
+
+    c = RawClient(txbroker.bootstrap)
+    pid = init_pid(c)
+    assert produce(c, txn(pid, 0, 0, [1, 2])) == 0  # 0..1: a transaction no coordinator will end
+    assert produce(c, batch(ints([3])), txn_id=None) == 0  # 2
+    assert latest(c, committed=True) == 0
+    admin = KafkaAdminClient(bootstrap_servers=txbroker.bootstrap)
+    try:
+        (state,) = admin.describe_producers([KTP(TOPIC, 0)]).values()
+        hanging = [p for p in state.active_producers if p.current_transaction_start_offset >= 0]
+        assert [(p.producer_id, p.current_transaction_start_offset) for p in hanging] == [(pid, 0)]
+        admin.abort_transaction(AbortTransactionSpec(KTP(TOPIC, 0), pid, hanging[0].producer_epoch))
+    finally:
+        admin.close()
+    assert latest(c, committed=True) == 4
+    c.close()
+    assert read(txbroker.bootstrap, committed=True, want=1) == [3]

@@ -309,3 +309,20 @@ def test_a_marker_or_a_timeout_voids_an_unanswered_verification(tmp_path: Path) 
     assert voided["error_code"] == Err.INVALID_TXN_STATE
     assert core.partitions[TopicPartition(TOPIC, 0)].producers.ongoing == {}
     assert core.partitions[TopicPartition(TOPIC, 1)].leo == 0, "a late yes appends nothing"
+
+
+def test_describe_producers_shows_the_open_transaction_an_operator_must_find(core: BrokerCore) -> None:
+    from kafka.protocol.admin.transactions import DescribeProducersRequest
+
+    a, b = producer_id(core), producer_id(core)
+    produce(core, txn_batch(a, 2, 0))  # 0..1, open
+    produce(core, txn_batch(b, 0, 0))  # 2..3
+    markers(core, b, 0, commit=True, partitions=[0], coordinator_epoch=7)
+    r = body(core.handle(61, 0, make_message(DescribeProducersRequest, 0, {"topics": [
+        {"name": TOPIC, "partition_indexes": [0, 9]}]})))
+    p0, p9 = r["topics"][0]["partitions"]
+    assert p9["error_code"] == Err.UNKNOWN_TOPIC_OR_PARTITION
+    got = {x["producer_id"]: (x["producer_epoch"], x["last_sequence"], x["coordinator_epoch"],
+                              x["current_txn_start_offset"]) for x in p0["active_producers"]}
+    assert got == {a: (2, 1, -1, 0), b: (0, 1, 7, -1)}
+    assert all(x["last_timestamp"] > 0 for x in p0["active_producers"])

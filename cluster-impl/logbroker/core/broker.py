@@ -24,6 +24,7 @@ from logbroker.config import BrokerConfig
 from logbroker.core import admin
 from logbroker.core.clock import Clock
 from logbroker.core.control_hook import ControlBatchListener, IgnoreControlBatches
+from logbroker.core.describe_producers import describe_producers
 from logbroker.core.fetch_session import FetchContext, FetchSessionCache, SessionPartition
 from logbroker.core.leader_host import Answer, LeaderReplication
 from logbroker.core.metadata import BrokerEndpoint, MetadataCache, PartitionMeta
@@ -110,6 +111,7 @@ class BrokerCore:
             44: lambda v, r: self.topic_admin.alter_configs(v, r, incremental=True),
             22: self.init_producer_id,
             27: self.txn_markers.write_txn_markers,
+            61: lambda v, r: describe_producers(self, v, r),
             37: lambda v, r: self.replication.create_partitions(v, r),
             43: lambda v, r: self.replication.elect_leaders(v, r),
             45: lambda v, r: self.replication.alter_partition_reassignments(v, r),

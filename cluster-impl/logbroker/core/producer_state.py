@@ -40,6 +40,7 @@ class ProducerEntry:
     # (first seq, last seq, base offset, last offset)
     coordinator_epoch: int = -1
     txn_first_offset: int = -1  # where its open transaction begins here; -1: none open
+    last_timestamp: int = -1  # of its latest batch or marker (DescribeProducers)
 
     @property
     def last_seq(self) -> int:
@@ -145,6 +146,7 @@ class ProducerStateTable:
         elif h.producer_epoch > e.epoch:  # a new epoch forgets the batches, not an open transaction
             e.epoch = h.producer_epoch
             e.batches.clear()
+        e.last_timestamp = max(e.last_timestamp, h.max_timestamp)
         if h.is_control:
             return self._end_txn(h, e, marker)
         e.batches.append((h.base_sequence, h.last_sequence, h.base_offset, h.last_offset))
@@ -186,8 +188,8 @@ class ProducerStateTable:
     def to_snapshot(self) -> dict[str, Any]:
         return {
             "version": 1, "end_offset": self.end_offset,
-            "producers": [[pid, e.epoch, e.coordinator_epoch, e.txn_first_offset, [list(b) for b in e.batches]]
-                          for pid, e in sorted(self.producers.items())],
+            "producers": [[pid, e.epoch, e.coordinator_epoch, e.txn_first_offset, e.last_timestamp,
+                           [list(b) for b in e.batches]] for pid, e in sorted(self.producers.items())],
             "unreplicated": [[t.producer_id, t.first_offset, t.last_offset, t.aborted] for t in self.unreplicated],
         }
 
@@ -197,9 +199,9 @@ class ProducerStateTable:
             raise ValueError(f"unknown producer snapshot version {doc.get('version')!r}")
         t = cls()
         t.end_offset = int(doc["end_offset"])
-        for pid, epoch, coord, first, batches in doc["producers"]:
+        for pid, epoch, coord, first, ts, batches in doc["producers"]:
             e = t.producers[int(pid)] = ProducerEntry(int(epoch), coordinator_epoch=int(coord),
-                                                      txn_first_offset=int(first))
+                                                      txn_first_offset=int(first), last_timestamp=int(ts))
             e.batches.extend((int(a), int(b), int(c), int(d)) for a, b, c, d in batches)
             if e.txn_first_offset >= 0:
                 t.ongoing[int(pid)] = e.txn_first_offset

@@ -37,6 +37,7 @@ from kafka.protocol.admin.groups import (
     ListGroupsRequest,
     ListGroupsResponse,
 )
+from kafka.protocol.admin.transactions import DescribeProducersRequest, DescribeProducersResponse
 from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.consumer.group import (
     HeartbeatRequest,
@@ -109,6 +110,7 @@ APIS: dict[int, Api] = {
             AlterPartitionReassignmentsResponse, 0, 1),
         Api(46, "ListPartitionReassignments", ListPartitionReassignmentsRequest,
             ListPartitionReassignmentsResponse, 0, 0),
+        Api(61, "DescribeProducers", DescribeProducersRequest, DescribeProducersResponse, 0, 0),  # KIP-664
     )
 }
 
