@@ -57,3 +57,48 @@ def test_a_follower_elected_mid_transaction_keeps_it_open_until_its_marker(tmp_p
     finally:
         for b in cluster:
             b.kill()
+
+
+@pytest.mark.parametrize("bug", [False, True], ids=["correct", "marker-ack-before-replication"])
+def test_a_marker_acknowledged_before_replication_is_lost_with_its_leader(tmp_path: Path, zookeeper: LocalZooKeeper,
+                                                                          bug: bool) -> None:
+    """With the switch the coordinator is told a COMMIT is done that only the leader has; the leader dies,
+    and on the new leader the transaction hangs open (the LSO stuck at its first offset) although the
+    coordinator has forgotten it. A correct leader does not answer before its ISR has the marker, so the
+    coordinator keeps the transaction and sends the marker again, to the new leader."""
+    # followers down for a few seconds must stay in the ISR (no shrink: the marker could then commit alone)
+    cluster = make_cluster(tmp_path, zookeeper, extra=("transaction.kip890.enable=false",), lag_ms=60000,
+                           bugs=("marker-ack-before-replication",) if bug else ())
+    by_id = {i + 1: b for i, b in enumerate(cluster)}
+    try:
+        create(cluster, TOPIC)
+        leader, isr = partition_meta(cluster, TOPIC)
+        followers = [by_id[i] for i in isr if i != leader]
+        c = RawClient(by_id[leader].bootstrap, timeout=2)
+        pid = init_pid(c)
+        assert produce(c, txn(pid, 0, 0, [1, 2])) == 0  # 0..1, on every replica
+        for f in followers:
+            f.kill()  # the ISR cannot take the marker now (a killed process reads no fetch answer)
+        try:
+            answered: int | None = end_txn(c, pid, 0, commit=True)
+        except TimeoutError:
+            answered = None  # still waiting for the ISR when the client gave up
+        c.close()
+        by_id[leader].kill()
+        for f in followers:
+            f.start()
+        new = wait_for(lambda: (m := partition_meta(cluster, TOPIC))[0] not in (-1, leader) and m[0],
+                       timeout=60, what="a new leader")
+        n = RawClient(by_id[new].bootstrap)
+        if bug:
+            assert answered == 0, "the coordinator was told the commit is done"
+            assert latest(n, committed=False) == 2 and latest(n, committed=True) == 0, \
+                "the new leader never had the marker: a hanging transaction"
+        else:
+            assert answered != 0, "no success before the ISR has the marker"
+            assert end_txn(n, pid, 0, commit=True) == 0  # the coordinator's retry, to the new leader
+            assert latest(n, committed=True) == 3
+        n.close()
+    finally:
+        for b in cluster:
+            b.kill()
