@@ -30,7 +30,7 @@ from logbroker.log.batch import CorruptBatch, iter_batches
 from logbroker.log.checkpoint import read_int
 from logbroker.log.control import read_marker
 from logbroker.log.epoch_cache import LeaderEpochCache
-from logbroker.log.log import EPOCH_FILE, HW_FILE
+from logbroker.log.log import EPOCH_FILE, HW_FILE, START_FILE
 
 
 def _text(b: bytes | None, field: str) -> dict[str, Any]:
@@ -73,7 +73,7 @@ def dump_partition(d: Path) -> list[dict[str, Any]]:
             break
     summary: dict[str, Any] = {
         "topic": tp.topic, "partition": tp.partition, "hw": min(read_int(d / HW_FILE, 0), leo), "leo": leo,
-        "log_start_offset": log_start or 0,
+        "log_start_offset": max(log_start or 0, min(read_int(d / START_FILE, 0), leo)),
         "leader_epochs": [list(e) for e in
                           LeaderEpochCache(d / EPOCH_FILE if (d / EPOCH_FILE).exists() else None).entries],
     }

@@ -24,6 +24,7 @@ from logbroker.config import BrokerConfig
 from logbroker.core import admin
 from logbroker.core.clock import Clock
 from logbroker.core.control_hook import ControlBatchListener, IgnoreControlBatches
+from logbroker.core.delete_records import delete_records
 from logbroker.core.describe_producers import describe_producers
 from logbroker.core.fetch_session import FetchContext, FetchSessionCache, SessionPartition
 from logbroker.core.leader_host import Answer, LeaderReplication
@@ -112,6 +113,7 @@ class BrokerCore:
             22: self.init_producer_id,
             27: self.txn_markers.write_txn_markers,
             61: lambda v, r: describe_producers(self, v, r),
+            21: lambda v, r: delete_records(self, v, r),
             37: lambda v, r: self.replication.create_partitions(v, r),
             43: lambda v, r: self.replication.elect_leaders(v, r),
             45: lambda v, r: self.replication.alter_partition_reassignments(v, r),
@@ -337,7 +339,7 @@ class BrokerCore:
         p = self.partitions.get(TopicPartition(*key))
         if p is None or not p.is_leader() or self._epoch_error(p, sp.current_leader_epoch) is not None:
             return -1
-        if sp.fetch_offset < p.log.log_start_offset or sp.fetch_offset > p.leo:
+        if sp.fetch_offset < self._lower_bound(p, replica_id) or sp.fetch_offset > p.leo:
             return -1
         return max(0, self._upper_bound(p, replica_id, committed) - sp.fetch_offset)
 
@@ -372,6 +374,12 @@ class BrokerCore:
                 and sp.fetch_offset == self._upper_bound(p, replica_id, committed))
 
     @staticmethod
+    def _lower_bound(p: Partition, replica_id: int) -> int:
+        """Consumers read from the log start; a follower may still copy what DeleteRecords removed
+        logically (a replica behind it must catch up through those bytes)."""
+        return p.log.first_offset if replica_id >= 0 else p.log.log_start_offset
+
+    @staticmethod
     def _upper_bound(p: Partition, replica_id: int, committed: bool) -> int:
         return p.leo if replica_id >= 0 else p.lso if committed else p.hw
 
@@ -392,7 +400,7 @@ class BrokerCore:
         hdr: dict[str, Any] = {**base, "high_watermark": p.hw, "last_stable_offset": p.lso,
                                "log_start_offset": p.log.log_start_offset,
                                "aborted_transactions": [] if committed else None}
-        if sp.fetch_offset < p.log.log_start_offset or sp.fetch_offset > p.leo:
+        if sp.fetch_offset < self._lower_bound(p, replica_id) or sp.fetch_offset > p.leo:
             return {**hdr, "error_code": int(Err.OFFSET_OUT_OF_RANGE)}
         if sp.fetch_offset >= ub or (budget <= 0 and not first):
             # consumers: an offset between HW and LEO is valid but has nothing committed yet (003 §7)
@@ -443,12 +451,13 @@ class BrokerCore:
         the one candidate batch; markers are not records a client can be pointed at)."""
         from kafka.record.default_records import DefaultRecordBatch
 
-        for h, raw in p.log.batches():
+        start = p.log.log_start_offset
+        for h, raw in p.log.batches_from(p.log.first_offset):
             if h.base_offset >= bound:
                 break
-            if h.max_timestamp >= ts and not h.is_control:
+            if h.max_timestamp >= ts and not h.is_control and h.last_offset >= start:
                 for rec in DefaultRecordBatch(bytes(raw)):
-                    if rec.timestamp >= ts and rec.offset < bound:
+                    if rec.timestamp >= ts and start <= rec.offset < bound:
                         return rec.offset, rec.timestamp
         return -1, -1
 

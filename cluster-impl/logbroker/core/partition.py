@@ -54,11 +54,12 @@ class Partition:
 
     @property
     def lso(self) -> int:
-        """Last stable offset: read_committed fetches see the log below it."""
+        """Last stable offset: read_committed fetches see the log below it (never below the log start:
+        DeleteRecords may remove the beginning of a transaction, as in Kafka)."""
         if self.lso_is_hw:
             return self.hw
         first = self.producers.first_unstable(self.hw)
-        return self.hw if first is None or first > self.hw else first
+        return self.hw if first is None or first > self.hw else max(first, self.log.log_start_offset)
 
     # --- appends, truncation, producer state ---------------------------------------------------------
     def append_as_leader(self, records: bytes) -> AppendInfo:
@@ -83,7 +84,7 @@ class Partition:
     def load_producer_state(self) -> None:
         """The latest snapshot at or below the log end, then a replay of the batches after it."""
         got = snapshots.latest(self.log.dir, self.leo)
-        start = self.log.log_start_offset
+        start = self.log.first_offset
         self.producers = ProducerStateTable()
         if got is not None:
             try:

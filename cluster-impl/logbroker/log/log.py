@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 HW_FILE = "hw-checkpoint"
 EPOCH_FILE = "leader-epoch-checkpoint"
+START_FILE = "log-start-offset"  # moved by DeleteRecords (the bytes below it stay: no retention here)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,7 @@ class Log:
         self.aborted = AbortedTxnIndex(self.dir)
         self.aborted.truncate_from(self.leo)
         snapshots.delete_after(self.dir, self.leo)
+        self._start = read_int(self.dir / START_FILE, 0)
 
     # --- offsets -------------------------------------------------------------------------------
     @property
@@ -93,8 +95,25 @@ class Log:
         return self.segments[0].base_offset
 
     @property
-    def log_start_offset(self) -> int:
+    def first_offset(self) -> int:
+        """Where the bytes begin (what a replay reads from, and what followers may still fetch)."""
         return self.segments[0].bases[0] if self.segments[0].bases else self.segments[0].base_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        """Where the log begins for consumers: the first offset, or where DeleteRecords moved it."""
+        return max(self.first_offset, min(self._start, self.leo))
+
+    def advance_start(self, offset: int) -> bool:
+        """Move the log start offset up to `offset` (at most the log end), persisted; False if it was
+        there already. Records below it are deleted logically: consumers cannot read them, ListOffsets
+        earliest is past them; their bytes stay (this broker has no retention to remove segments)."""
+        offset = min(offset, self.leo)
+        if offset <= self.log_start_offset:
+            return False
+        self._start = offset
+        write_int(self.dir / START_FILE, offset)
+        return True
 
     # --- append --------------------------------------------------------------------------------
     def append_as_leader(self, records: bytes, leader_epoch: int) -> AppendInfo:

@@ -20,6 +20,8 @@ from kafka.protocol.admin import (
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     DescribeConfigsRequest,
@@ -99,6 +101,7 @@ APIS: dict[int, Api] = {
         Api(18, "ApiVersions", ApiVersionsRequest, ApiVersionsResponse, 0, 3),
         Api(19, "CreateTopics", CreateTopicsRequest, CreateTopicsResponse, 2, 5),
         Api(20, "DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse, 1, 5),
+        Api(21, "DeleteRecords", DeleteRecordsRequest, DeleteRecordsResponse, 0, 2),
         Api(22, "InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 4),
         Api(27, "WriteTxnMarkers", WriteTxnMarkersRequest, WriteTxnMarkersResponse, 0, 2),  # broker to broker
         Api(32, "DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse, 1, 4),

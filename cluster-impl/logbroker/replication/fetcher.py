@@ -184,6 +184,8 @@ class ReplicaFetcher:
                         self.state.partition_error(key, Err.CORRUPT_MESSAGE, now)
                         continue
                 p.hw = max(p.hw, min(int(pr.high_watermark), p.leo))
+                if pr.log_start_offset > p.log.log_start_offset:  # DeleteRecords on the leader
+                    p.log.advance_start(int(pr.log_start_offset))
                 self.state.advanced(key, p.leo)
 
     # --- truncation (KIP-101/279), all waiting partitions in one request per round -------------------
