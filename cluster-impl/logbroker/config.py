@@ -45,6 +45,8 @@ DEFAULTS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "3000",
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",
+    "transaction.state.log.num.partitions": "50",
+    "transaction.kip890.enable": "true",
 }
 
 
@@ -88,6 +90,10 @@ class BrokerConfig:
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
+    # transactions (issue 27): where coordinators live, and KIP-890 (partition verification, epoch bump
+    # at every transaction end), read by the partition leaders and the transaction coordinators alike
+    transaction_state_log_num_partitions: int = 50
+    transaction_kip890_enable: bool = True
 
     @property
     def standalone(self) -> bool:
@@ -193,4 +199,6 @@ def from_mapping(v: Mapping[str, str], bugs: frozenset[Bug] = frozenset()) -> Br
         group_initial_rebalance_delay_ms=num("group.initial.rebalance.delay.ms"),
         group_min_session_timeout_ms=num("group.min.session.timeout.ms"),
         group_max_session_timeout_ms=num("group.max.session.timeout.ms"),
+        transaction_state_log_num_partitions=num("transaction.state.log.num.partitions"),
+        transaction_kip890_enable=flag("transaction.kip890.enable"),
     )

@@ -59,6 +59,13 @@ def request_body(key: int, version: int) -> dict[str, Any]:
     if key == 23:
         return {"replica_id": -1, "topics": [{"topic": TOPIC, "partitions": [
             {"partition": 0, "current_leader_epoch": 0, "leader_epoch": 0}]}]}
+    if key == 27:  # a COMMIT marker of a producer of its own per version (no transaction open: nothing to close)
+        return {"markers": [{"producer_id": 900 + version, "producer_epoch": 0, "transaction_result": True,
+                             "topics": [{"name": TOPIC, "partition_indexes": [0]}], "coordinator_epoch": 0}]}
+    if key == 61:
+        return {"topics": [{"name": TOPIC, "partition_indexes": [0]}]}
+    if key == 21:  # after Produce, Fetch and ListOffsets ran (cases run in key order)
+        return {"topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "offset": 1}]}], "timeout_ms": 5000}
     if key == 37:  # each version grows GROW by one more partition (versions run in order)
         return {"topics": [{"name": GROW, "count": 2 + version, "assignments": None}], "timeout_ms": 5000,
                 "validate_only": False}
@@ -220,6 +227,14 @@ def test_every_advertised_version_round_trips(vbroker: BrokerProc, key: int, ver
     elif key == 23:  # the only epoch, 0, ends at the log end
         part = resp.topics[0].partitions[0]
         assert part.error_code == 0 and part.leader_epoch == 0 and part.end_offset >= 1
+    elif key == 27:
+        assert resp.markers[0].producer_id == 900 + version and resp.markers[0].topics[0].partitions[0].error_code == 0
+    elif key == 21:
+        (part,) = resp.topics[0].partitions
+        assert part.error_code == 0 and part.low_watermark == 1
+    elif key == 61:  # WriteTxnMarkers' producers (900 + version) are known to the partition by now
+        (part,) = resp.topics[0].partitions
+        assert part.error_code == 0 and {p.producer_id for p in part.active_producers} >= {900, 901, 902}
     elif key == 32:
         got = {c.name: c.value for c in resp.results[0].configs}
         assert resp.results[0].error_code == 0 and got["cleanup.policy"] == "delete"

@@ -20,6 +20,8 @@ from kafka.protocol.admin import (
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     DescribeConfigsRequest,
@@ -37,6 +39,7 @@ from kafka.protocol.admin.groups import (
     ListGroupsRequest,
     ListGroupsResponse,
 )
+from kafka.protocol.admin.transactions import DescribeProducersRequest, DescribeProducersResponse
 from kafka.protocol.consumer import (
     FetchRequest,
     FetchResponse,
@@ -62,7 +65,12 @@ from kafka.protocol.consumer.group import (
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
-from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+from kafka.protocol.producer.transaction import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 
 from logbroker.protocol import legacy
 
@@ -100,9 +108,11 @@ APIS: dict[int, Api] = {
         Api(18, "ApiVersions", ApiVersionsRequest, ApiVersionsResponse, 0, 3),
         Api(19, "CreateTopics", CreateTopicsRequest, CreateTopicsResponse, 2, 5),
         Api(20, "DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse, 1, 5),
+        Api(21, "DeleteRecords", DeleteRecordsRequest, DeleteRecordsResponse, 0, 2),
         Api(22, "InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 4),
         # for clients (KIP-320 position validation); followers ask through protocol/internal.py
         Api(23, "OffsetForLeaderEpoch", OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 4),
+        Api(27, "WriteTxnMarkers", WriteTxnMarkersRequest, WriteTxnMarkersResponse, 0, 2),  # broker to broker
         Api(32, "DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse, 1, 4),
         Api(33, "AlterConfigs", AlterConfigsRequest, AlterConfigsResponse, 0, 2),
         Api(37, "CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse, 0, 3),
@@ -112,6 +122,7 @@ APIS: dict[int, Api] = {
             AlterPartitionReassignmentsResponse, 0, 1),
         Api(46, "ListPartitionReassignments", ListPartitionReassignmentsRequest,
             ListPartitionReassignmentsResponse, 0, 0),
+        Api(61, "DescribeProducers", DescribeProducersRequest, DescribeProducersResponse, 0, 0),  # KIP-664
     )
 }
 
