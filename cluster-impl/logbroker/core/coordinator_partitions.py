@@ -24,7 +24,7 @@ or another leader's records in the same offsets, ends that epoch's range before 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -33,7 +33,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from logbroker.core.clock import Clock
 from logbroker.core.metadata import MetadataCache
-from logbroker.core.partition import Partition
+from logbroker.core.partition import Partition, Role, TopicPartition
 from logbroker.core.purgatory import Body, Deferred, Purgatory
 from logbroker.protocol.errors import Err
 
@@ -86,19 +86,30 @@ NO_NODE = (-1, "", -1)
 Found = tuple[Err, str | None, tuple[int, str, int]]  # FindCoordinator's answer for one key
 
 
-def coordinator_node(metadata: MetadataCache, topic: str, place: Callable[[int], int],
-                     create: Callable[[], None]) -> Found:
+def coordinator_node(metadata: MetadataCache, local: Mapping[TopicPartition, Partition], topic: str,
+                     place: Callable[[int], int], create: Callable[[], None]) -> Found:
     """FindCoordinator: the leader of the key's partition of `topic`, `place(partition count)`; the
     topic is created on first use, as Kafka does, and COORDINATOR_NOT_AVAILABLE answers until the
-    partition has a leader."""
+    partition has a leader.
+
+    A replica of the partition here knows its leader from the controller's LeaderAndIsr, which
+    arrives before the UpdateMetadata that moves the metadata cache: when its leader epoch is at
+    least the cache's, its word wins. (A new leader that answered from its cache named the dead
+    broker; librdkafka then waited out its reconnect backoff, up to 10 s, before asking again, and
+    the transactions of that window timed out.)"""
     metas = metadata.topics.get(topic)
     if metas is None:
         create()
         metas = metadata.topics.get(topic)
         if metas is None:
             return Err.COORDINATOR_NOT_AVAILABLE, f"{topic} is being created", NO_NODE
-    m = metas.get(place(len(metas)))
-    b = metadata.brokers.get(m.leader) if m is not None else None
+    pidx = place(len(metas))
+    m = metas.get(pidx)
+    leader = m.leader if m is not None else -1
+    here = local.get(TopicPartition(topic, pidx))
+    if here is not None and here.role is not Role.NONE and (m is None or here.leader_epoch >= m.leader_epoch):
+        leader = here.leader_id
+    b = metadata.brokers.get(leader)
     if b is None:
         return Err.COORDINATOR_NOT_AVAILABLE, f"the key's partition of {topic} has no leader", NO_NODE
     return Err.NONE, None, (b.broker_id, b.host, b.port)

@@ -261,7 +261,8 @@ class GroupCoordinator:
     def _group_coordinator(self, key: str) -> Found:
         if not key:
             return Err.INVALID_GROUP_ID, "empty group id", NO_NODE
-        return coordinator_node(self.core.metadata, OFFSETS_TOPIC, lambda n: records.partition_for(key, n),
+        return coordinator_node(self.core.metadata, self.core.partitions, OFFSETS_TOPIC,
+                                lambda n: records.partition_for(key, n),
                                 self._create_offsets_topic)
 
     def _create_offsets_topic(self) -> None:

@@ -156,9 +156,12 @@ class TxnCoordinator:
         log.info("%s-%d: unloaded %d transactional ids", TXN_TOPIC, pidx, len(gone))
 
     def tick(self) -> None:
-        """Timers: unload partitions led elsewhere, send markers, abort timed-out transactions."""
-        for pidx in list(self.loaded):
-            self._owned(pidx)
+        """Timers: load partitions newly led here and unload those led elsewhere (eagerly, unlike the
+        group coordinator: a decided transaction must be finished, and an open one timed out, even if
+        its producer never comes back), send markers, abort timed-out transactions."""
+        for pidx in sorted(set(self.loaded) | set(self.core.metadata.topics.get(TXN_TOPIC, {}))):
+            if pidx in self.loaded or TopicPartition(TXN_TOPIC, pidx) in self.core.partitions:
+                self._owned(pidx)
         self.markers.tick()
         for tid, m in list(self._completing.items()):
             self._write_complete(tid, m)
@@ -239,7 +242,8 @@ class TxnCoordinator:
     def coordinator_for(self, key: str) -> Found:
         if not key:
             return Err.INVALID_REQUEST, "empty transactional id", NO_NODE
-        return coordinator_node(self.core.metadata, TXN_TOPIC, lambda n: records.partition_for(key, n),
+        return coordinator_node(self.core.metadata, self.core.partitions, TXN_TOPIC,
+                                lambda n: records.partition_for(key, n),
                                 self._create_topic)
 
     def _create_topic(self) -> None:
