@@ -228,6 +228,35 @@ def read_all(boot: str, topic: str, partitions: int, timeout: float = 60) -> lis
         c.close()
 
 
+def read_all_aiokafka(boot: str, topic: str, partitions: int, timeout: float = 60) -> list[str]:
+    """The same with aiokafka's read_committed consumer."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    lso = ends(boot, topic, partitions, committed=True)
+
+    async def main() -> list[str]:
+        c = AIOKafkaConsumer(bootstrap_servers=boot, isolation_level="read_committed", enable_auto_commit=False,
+                             auto_offset_reset="earliest")
+        await c.start()
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        c.assign(tps)
+        for tp in tps:
+            c.seek(tp, 0)
+        out: list[str] = []
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                for recs in (await c.getmany(timeout_ms=200)).values():
+                    out.extend(r.value.decode() for r in recs)
+                if all([await c.position(tp) >= lso[tp.partition] for tp in tps]):
+                    return out
+            raise AssertionError(f"aiokafka read_committed did not reach the LSO {lso}")
+        finally:
+            await c.stop()
+
+    return asyncio.run(main())
+
+
 def wait_until(pred: Callable[[], bool], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

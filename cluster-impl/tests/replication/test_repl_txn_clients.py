@@ -18,7 +18,7 @@ import pytest
 from brokerlib import BrokerProc
 from conftest import make_cluster
 from logbroker.group.records import partition_for
-from test_repl_failover import admin, wait_for
+from test_repl_failover import admin, partition_meta, wait_for
 from txn_workload import (
     Ledger,
     ReadCommitted,
@@ -38,8 +38,7 @@ SETTINGS = (f"transaction.state.log.num.partitions={TXN_PARTITIONS}", "offsets.t
 
 
 def leader_of(cluster: list[BrokerProc], topic: str, partition: int) -> int:
-    md = admin([b for b in cluster if b.alive()]).list_topics(topic, timeout=10)
-    return md.topics[topic].partitions[partition].leader
+    return int(wait_for(lambda: max(partition_meta(cluster, topic, partition)[0], 0), 30, what=f"{topic}-{partition}"))
 
 
 def bounce(b: BrokerProc, down_s: float) -> None:
