@@ -61,6 +61,8 @@ def foreign_epoch_between(p: Partition, since: int) -> bool:
 
 
 def judge(p: Partition | None, loaded: Loaded | None) -> Verdict:
+    """What to do with partition `p` given its load here (None: not loaded). A KEEP across a new
+    leader epoch records that epoch in `loaded`."""
     if p is None or not p.is_leader():
         return Verdict.UNLOAD if loaded is not None else Verdict.NONE
     if loaded is None:
@@ -71,6 +73,18 @@ def judge(p: Partition | None, loaded: Loaded | None) -> Verdict:
         return Verdict.RELOAD
     loaded.epoch = p.leader_epoch
     return Verdict.KEEP
+
+
+def follow(p: Partition | None, loaded: dict[int, Loaded], pidx: int, unload: Callable[[int], None],
+           load: Callable[[Partition], None]) -> Partition | None:
+    """Apply `judge` to partition `pidx` (its replica here, `p`): unload and/or load as it says; the
+    partition if this broker leads it now, loaded, else None."""
+    verdict = judge(p, loaded.get(pidx))
+    if verdict in (Verdict.UNLOAD, Verdict.RELOAD):
+        unload(pidx)
+    if p is not None and verdict in (Verdict.LOAD, Verdict.RELOAD):
+        load(p)
+    return p if verdict in (Verdict.LOAD, Verdict.KEEP, Verdict.RELOAD) else None
 
 
 def append_survives(p: Partition, epoch: int, end: int) -> bool:

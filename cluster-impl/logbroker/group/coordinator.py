@@ -32,10 +32,9 @@ from logbroker.core.coordinator_partitions import (
     NO_NODE,
     Found,
     Loaded,
-    Verdict,
     append_and_wait,
     coordinator_node,
-    judge,
+    follow,
 )
 from logbroker.core.partition import Partition, TopicPartition
 from logbroker.core.purgatory import Body, Deferred
@@ -91,13 +90,8 @@ class GroupCoordinator:
 
     def _owned(self, pidx: int) -> Partition | None:
         """The partition if this broker leads it, loaded; unloads it if it does not any more."""
-        p = self.core.partitions.get(TopicPartition(OFFSETS_TOPIC, pidx))
-        verdict = judge(p, self.loaded.get(pidx))
-        if verdict in (Verdict.UNLOAD, Verdict.RELOAD):
-            self._unload(pidx)
-        if verdict in (Verdict.LOAD, Verdict.RELOAD) and p is not None:
-            self._load(p)
-        return p if verdict in (Verdict.LOAD, Verdict.KEEP, Verdict.RELOAD) else None
+        return follow(self.core.partitions.get(TopicPartition(OFFSETS_TOPIC, pidx)), self.loaded, pidx, self._unload,
+                      self._load)
 
     def _coordinator_error(self, group: str) -> Err:
         if not group:

@@ -37,10 +37,9 @@ from logbroker.core.coordinator_partitions import (
     NO_NODE,
     Found,
     Loaded,
-    Verdict,
     append_and_wait,
     coordinator_node,
-    judge,
+    follow,
 )
 from logbroker.core.partition import Partition, TopicPartition
 from logbroker.core.purgatory import Body, Deferred
@@ -112,18 +111,20 @@ class TxnCoordinator:
         return records.partition_for(transactional_id, self._num_partitions())
 
     def _owned(self, pidx: int) -> Partition | None:
-        p = self.core.partitions.get(TopicPartition(TXN_TOPIC, pidx))
-        verdict = judge(p, self.loaded.get(pidx))
-        if verdict in (Verdict.UNLOAD, Verdict.RELOAD):
-            self._unload(pidx)
-        if verdict in (Verdict.LOAD, Verdict.RELOAD) and p is not None:
-            self._load(p)
-        return p if verdict in (Verdict.LOAD, Verdict.KEEP, Verdict.RELOAD) else None
+        return follow(self.core.partitions.get(TopicPartition(TXN_TOPIC, pidx)), self.loaded, pidx, self._unload,
+                      self._load)
 
     def _coordinator_error(self, transactional_id: str | None) -> Err:
         if not transactional_id:
             return Err.INVALID_REQUEST
         return Err.NONE if self._owned(self._partition_of(transactional_id)) is not None else Err.NOT_COORDINATOR
+
+    def _entry(self, transactional_id: str, missing: Err = Err.INVALID_PRODUCER_ID_MAPPING) -> tuple[Err, Entry | None]:
+        """The id's state if this broker coordinates it; else the error to answer (`missing` for an
+        id it coordinates but does not know)."""
+        err = self._coordinator_error(transactional_id)
+        e = self.entries.get(transactional_id) if err == Err.NONE else None
+        return (missing if err == Err.NONE and e is None else err), e
 
     def _load(self, p: Partition) -> None:
         found: dict[str, TxnMeta] = {}
@@ -316,11 +317,8 @@ class TxnCoordinator:
 
     def _add(self, version: int, tid: str, pid: int, epoch: int, tps: frozenset[TopicPartition],
              then: Callable[[Err], Body]) -> Reply:
-        err = self._coordinator_error(tid)
-        e = self.entries.get(tid) if err == Err.NONE else None
-        if err == Err.NONE and e is None:
-            err = Err.INVALID_PRODUCER_ID_MAPPING
-        if err != Err.NONE or e is None:
+        err, e = self._entry(tid)
+        if e is None:
             return Reply(version, then(err))
         out = add_partitions(e, pid, epoch, tps, self._now())
         if isinstance(out, Err):
@@ -363,11 +361,8 @@ class TxnCoordinator:
             version, keys)))
 
     def _verify(self, tid: str, pid: int, epoch: int, tps: list[TopicPartition]) -> dict[TopicPartition, Err]:
-        err = self._coordinator_error(tid)
-        e = self.entries.get(tid) if err == Err.NONE else None
-        if err == Err.NONE and e is None:
-            err = Err.INVALID_PRODUCER_ID_MAPPING
-        if err != Err.NONE or e is None:
+        err, e = self._entry(tid)
+        if e is None:
             return dict.fromkeys(tps, err)
         got = verify_partitions(e, pid, epoch, tps)
         return dict.fromkeys(tps, got) if isinstance(got, Err) else got
@@ -393,11 +388,8 @@ class TxnCoordinator:
                 out |= {"producer_id": pid, "producer_epoch": epoch}
             return out
 
-        err = self._coordinator_error(tid)
-        e = self.entries.get(tid) if err == Err.NONE else None
-        if err == Err.NONE and e is None:
-            err = Err.INVALID_PRODUCER_ID_MAPPING
-        if err != Err.NONE or e is None:
+        err, e = self._entry(tid)
+        if e is None:
             return Reply(version, body(err))
         tv2 = version >= 5 and self.cfg.transaction_kip890_enable
         out = end_txn(e, req.producer_id, req.producer_epoch, bool(req.committed), tv2, self._now())
@@ -416,10 +408,7 @@ class TxnCoordinator:
     def describe_transactions(self, version: int, req: Any) -> Reply:
         out = []
         for tid in req.transactional_ids:
-            err = self._coordinator_error(tid)
-            e = self.entries.get(tid) if err == Err.NONE else None
-            if err == Err.NONE and e is None:
-                err = Err.TRANSACTIONAL_ID_NOT_FOUND
+            err, e = self._entry(tid, Err.TRANSACTIONAL_ID_NOT_FOUND)
             d: dict[str, Any] = {"error_code": int(err), "transactional_id": tid, "transaction_state": "",
                                  "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
                                  "producer_epoch": -1, "topics": []}

@@ -24,7 +24,7 @@ kafka-python speak. A retried TV2 EndTxn is recognised by its epoch being one be
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -91,7 +91,6 @@ class Entry:
     meta: TxnMeta
     pending: bool = False  # a write to __transaction_state is in flight
     fence_failed: bool = False  # a fencing bump was not written: do not bump again (Kafka's hasFailedEpochFence)
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def busy(self) -> bool:

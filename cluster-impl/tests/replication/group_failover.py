@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from brokerlib import BrokerProc  # noqa: E402
 from conftest import make_cluster  # noqa: E402
+from test_repl_failover import wait_for  # noqa: E402
 from zklib import LocalZooKeeper  # noqa: E402
 
 quiet = logging.getLogger("quiet-group-failover")
@@ -103,16 +104,6 @@ def log_ends(cluster: list[BrokerProc]) -> dict[int, int]:
         c.close()
 
 
-def _wait(pred, timeout: float, what: str):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _read_events(path: Path) -> list[dict]:  # type: ignore[type-arg]
     if not path.exists():
         return []
@@ -134,7 +125,7 @@ def run(root: Path, zk: LocalZooKeeper, *, bugs: tuple[str, ...] = (), wait_s: f
     out = Outcome()
     try:
         a = _admin(cluster)
-        _wait(lambda: len(a.list_topics(timeout=10).brokers) == 3, 30, "three brokers")
+        wait_for(lambda: len(a.list_topics(timeout=10).brokers) == 3, 30, "three brokers")
         for f in a.create_topics([NewTopic(TOPIC, PARTITIONS, 3)]).values():
             f.result(15)
         boot = ",".join(b.bootstrap for b in cluster)
@@ -157,7 +148,7 @@ def run(root: Path, zk: LocalZooKeeper, *, bugs: tuple[str, ...] = (), wait_s: f
 
         def kill() -> None:
             nonlocal victim, killed_at
-            out.coordinator = _wait(lambda: max(coordinator_of(cluster, group), 0), 30, "the group's coordinator")
+            out.coordinator = wait_for(lambda: max(coordinator_of(cluster, group), 0), 30, "the group's coordinator")
             victim = cluster[out.coordinator - 1]
             victim.kill()
             killed_at = time.monotonic()
@@ -168,7 +159,7 @@ def run(root: Path, zk: LocalZooKeeper, *, bugs: tuple[str, ...] = (), wait_s: f
                 prod.poll(0)
             assert prod.flush(60) == 0
             start_members()
-            _wait(lambda: read() >= KILL_AT, 60, f"{KILL_AT} records read")
+            wait_for(lambda: read() >= KILL_AT, 60, f"{KILL_AT} records read")
             kill()
         else:  # written as the group reads; the kill comes once KILL_AT are written
             start_members()
@@ -186,7 +177,7 @@ def run(root: Path, zk: LocalZooKeeper, *, bugs: tuple[str, ...] = (), wait_s: f
             victim.start()
         restart_at = time.monotonic()
         assert prod.flush(60) == 0, "the producer could not deliver every record"
-        out.log_end = _wait(lambda: (e := log_ends(cluster)) and sum(e.values()) == RECORDS and e, 30,
+        out.log_end = wait_for(lambda: (e := log_ends(cluster)) and sum(e.values()) == RECORDS and e, 30,
                             "every record in the log")
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
