@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
 from brokerlib import BrokerProc
 from txn_workload import (
     Ledger,
@@ -16,6 +17,8 @@ from txn_workload import (
     aiokafka_producer,
     check,
     confluent_producer,
+    ends,
+    quiet,
     read_all,
     read_all_aiokafka,
     settled,
@@ -81,7 +84,8 @@ def test_an_operator_sees_a_hanging_transaction_which_the_timeout_then_aborts(tm
         a = AdminClient({"bootstrap.servers": b.bootstrap})
         for f in a.create_topics([NewTopic(TOPIC, 1, 1)]).values():
             f.result(15)
-        p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "quiet", "transaction.timeout.ms": 6000})
+        p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "quiet", "transaction.timeout.ms": 6000,
+                      "logger": quiet})
         p.init_transactions(20)
         p.begin_transaction()
         p.produce(TOPIC, b"open")
@@ -99,4 +103,58 @@ def test_an_operator_sees_a_hanging_transaction_which_the_timeout_then_aborts(tm
     finally:
         if ops is not None:
             ops.close()
+        b.kill()
+
+
+def test_bad_transactional_input_gets_kafka_errors_and_leaves_the_partition_readable(tmp_path: Path) -> None:
+    """An unknown transactional id, an EndTxn for a transaction that does not exist, a wrong epoch (and
+    a fenced incarnation's produce): each answered with Kafka's error code over the wire, nothing
+    appended, and librdkafka still reads the partition, read_committed and not, to its end."""
+    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from logbroker.protocol.apis import APIS, make_message
+    from rawclient import RawClient
+
+    b = BrokerProc(tmp_path / "data", overrides=["transaction.state.log.num.partitions=3"]).start()
+    raw = RawClient(b.bootstrap)
+    try:
+        a = AdminClient({"bootstrap.servers": b.bootstrap})
+        for f in a.create_topics([NewTopic(TOPIC, 1, 1)]).values():
+            f.result(15)
+        p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "good", "logger": quiet})
+        p.init_transactions(20)
+        p.begin_transaction()
+        p.produce(TOPIC, b"committed")
+        p.commit_transaction(20)
+        before = (ends(b.bootstrap, TOPIC, 1, committed=False), ends(b.bootstrap, TOPIC, 1, committed=True))
+
+        def ask(key: int, version: int, fields: dict[str, object]) -> object:
+            return raw.request(make_message(APIS[key].request, version, fields), APIS[key].response)
+
+        init = ask(22, 4, {"transactional_id": "good", "transaction_timeout_ms": 60000, "producer_id": -1,
+                           "producer_epoch": -1})
+        pid, epoch = init.producer_id, init.producer_epoch  # type: ignore[attr-defined]  # fences librdkafka's
+        add = ask(24, 3, {"v3_and_below_transactional_id": "nobody", "v3_and_below_producer_id": pid,
+                          "v3_and_below_producer_epoch": epoch,
+                          "v3_and_below_topics": [{"name": TOPIC, "partitions": [0]}]})
+        assert add.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 49  # type: ignore[attr-defined]  # noqa: E501 - INVALID_PRODUCER_ID_MAPPING
+        end = ask(26, 3, {"transactional_id": "good", "producer_id": pid, "producer_epoch": epoch, "committed": True})
+        assert end.error_code == 48  # type: ignore[attr-defined]  # INVALID_TXN_STATE: nothing begun
+        stale = ask(24, 3, {"v3_and_below_transactional_id": "good", "v3_and_below_producer_id": pid,
+                            "v3_and_below_producer_epoch": epoch - 1,
+                            "v3_and_below_topics": [{"name": TOPIC, "partitions": [0]}]})
+        assert stale.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 90  # type: ignore[attr-defined]  # noqa: E501 - PRODUCER_FENCED
+        old = ask(26, 1, {"transactional_id": "good", "producer_id": pid, "producer_epoch": epoch - 1,
+                          "committed": True})
+        assert old.error_code == 47  # type: ignore[attr-defined]  # INVALID_PRODUCER_EPOCH (EndTxn v1)
+        p.begin_transaction()  # the fenced incarnation carries on, and learns it is fenced
+        p.produce(TOPIC, b"zombie")
+        with pytest.raises(KafkaException) as fenced:
+            p.commit_transaction(10)
+        assert fenced.value.args[0].fatal()
+        assert (ends(b.bootstrap, TOPIC, 1, committed=False), ends(b.bootstrap, TOPIC, 1, committed=True)) == before
+        assert read_all(b.bootstrap, TOPIC, 1) == ["committed"]
+        assert read_all_aiokafka(b.bootstrap, TOPIC, 1) == ["committed"]
+    finally:
+        raw.close()
         b.kill()
