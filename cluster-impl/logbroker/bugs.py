@@ -39,6 +39,12 @@ class Bug(StrEnum):
     #: delayed write of a finished transaction joins the producer's next one, Jepsen's torn
     #: transactions in Bufstream 0.1.0 (jepsen.io/analyses/bufstream-0.1.0, 2024).
     NO_TXN_VERIFICATION = "no-txn-verification"
+    #: A transaction coordinator that takes over a partition of `__transaction_state` does not resume
+    #: the transactions it finds in PrepareCommit/PrepareAbort: their markers are never (all) written,
+    #: the transactions hang, the LSO of their partitions stops and read_committed consumers stall,
+    #: and the producer is told CONCURRENT_TRANSACTIONS for good (KAFKA-16352, "Transaction may get
+    #: stuck in PrepareCommit or PrepareAbort state", Kafka 3.7).
+    FORGET_PREPARED_TXNS = "forget-prepared-txns"
 
 
 def parse_bugs(names: Iterable[str]) -> frozenset[Bug]:

@@ -27,6 +27,7 @@ from logbroker.core.control_hook import ControlBatchListener, IgnoreControlBatch
 from logbroker.core.delete_records import delete_records
 from logbroker.core.describe_producers import describe_producers
 from logbroker.core.fetch_session import FetchContext, FetchSessionCache, SessionPartition
+from logbroker.core.leader_epoch_api import offset_for_leader_epoch
 from logbroker.core.leader_host import Answer, LeaderReplication
 from logbroker.core.metadata import BrokerEndpoint, MetadataCache, PartitionMeta
 from logbroker.core.partition import Partition, Role, TopicPartition
@@ -45,6 +46,7 @@ from logbroker.log.checkpoint import write_atomically
 from logbroker.log.log import Log, LogConfig
 from logbroker.protocol.apis import APIS, api_versions_body
 from logbroker.protocol.errors import Err
+from logbroker.txn.coordinator import TxnCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +112,7 @@ class BrokerCore:
             32: self.topic_admin.describe_configs,
             33: lambda v, r: self.topic_admin.alter_configs(v, r, incremental=False),
             44: lambda v, r: self.topic_admin.alter_configs(v, r, incremental=True),
-            22: self.init_producer_id,
+            23: lambda v, r: offset_for_leader_epoch(self.partitions, v, r),
             27: self.txn_markers.write_txn_markers,
             61: lambda v, r: describe_producers(self, v, r),
             21: lambda v, r: delete_records(self, v, r),
@@ -122,6 +124,10 @@ class BrokerCore:
         self.client_host = ""  # of the request being handled (`handle`)
         self.groups = GroupCoordinator(self)
         self.handlers.update(self.groups.handlers())
+        self.control_listener = self.groups  # markers on __consumer_offsets end transactional offset commits
+        self.txn = TxnCoordinator(self)  # InitProducerId (22), 24-26, 65, 66; FindCoordinator key type 1
+        self.handlers.update(self.txn.handlers())
+        self.groups.finders[1] = self.txn.coordinator_for
 
     # --- partitions ----------------------------------------------------------------------------
     def load_partitions(self) -> None:
@@ -178,6 +184,7 @@ class BrokerCore:
             if p.log.config.flush_ms < 2**61:  # a time-based flush policy is set (never, by default)
                 p.log.maybe_flush()
         self.groups.tick()
+        self.txn.tick()
         self.purgatory.expire(now)
 
     # --- dispatch ------------------------------------------------------------------------------
@@ -462,13 +469,6 @@ class BrokerCore:
         return -1, -1
 
     # --- InitProducerId ------------------------------------------------------------------------
-    def init_producer_id(self, version: int, req: Any) -> Reply:
-        if req.transactional_id is not None:
-            return Reply(version, {"throttle_time_ms": 0, "error_code": int(Err.INVALID_REQUEST),
-                                   "producer_id": -1, "producer_epoch": -1})
-        pid = self.producer_ids.next()
-        return Reply(version, {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0})
-
 
 class Standalone:
     """Replication for a single broker without ZooKeeper: it leads everything, ISR = {self}."""

@@ -39,8 +39,22 @@ from kafka.protocol.admin.groups import (
     ListGroupsRequest,
     ListGroupsResponse,
 )
-from kafka.protocol.admin.transactions import DescribeProducersRequest, DescribeProducersResponse
-from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
+from kafka.protocol.admin.transactions import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
+from kafka.protocol.consumer import (
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 from kafka.protocol.consumer.group import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -59,8 +73,16 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, Met
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from kafka.protocol.producer.transaction import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    EndTxnRequest,
+    EndTxnResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
@@ -103,6 +125,14 @@ APIS: dict[int, Api] = {
         Api(20, "DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse, 1, 5),
         Api(21, "DeleteRecords", DeleteRecordsRequest, DeleteRecordsResponse, 0, 2),
         Api(22, "InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 4),
+        # for clients (KIP-320 position validation); followers ask through protocol/internal.py
+        Api(23, "OffsetForLeaderEpoch", OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 4),
+        # transactions, the coordinator (logbroker/txn/): AddPartitionsToTxn v4 is the brokers' batch form
+        # (KIP-890 verification); EndTxn v5 bumps the epoch (KIP-890 part 2); TxnOffsetCommit (groups)
+        Api(24, "AddPartitionsToTxn", AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, 0, 4),
+        Api(25, "AddOffsetsToTxn", AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, 0, 4),
+        Api(26, "EndTxn", EndTxnRequest, EndTxnResponse, 0, 5),
+        Api(28, "TxnOffsetCommit", TxnOffsetCommitRequest, TxnOffsetCommitResponse, 0, 4),
         Api(27, "WriteTxnMarkers", WriteTxnMarkersRequest, WriteTxnMarkersResponse, 0, 2),  # broker to broker
         Api(32, "DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse, 1, 4),
         Api(33, "AlterConfigs", AlterConfigsRequest, AlterConfigsResponse, 0, 2),
@@ -114,6 +144,8 @@ APIS: dict[int, Api] = {
         Api(46, "ListPartitionReassignments", ListPartitionReassignmentsRequest,
             ListPartitionReassignmentsResponse, 0, 0),
         Api(61, "DescribeProducers", DescribeProducersRequest, DescribeProducersResponse, 0, 0),  # KIP-664
+        Api(65, "DescribeTransactions", DescribeTransactionsRequest, DescribeTransactionsResponse, 0, 0),
+        Api(66, "ListTransactions", ListTransactionsRequest, ListTransactionsResponse, 0, 1),
     )
 }
 
