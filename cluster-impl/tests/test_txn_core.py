@@ -214,8 +214,9 @@ def test_transactional_produce_checks(core: BrokerCore) -> None:
 # --- KIP-890 part 1: the leader asks the coordinator -----------------------------------------------------
 class StandInCoordinator:
     """Answers AddPartitionsToTxn v4 `verify_only` from the partitions a test says were added to each
-    transaction, now or when the test releases it (until the real coordinator, `logbroker/txn/`, exists
-    in this branch: these tests are about the leader's side of the question)."""
+    transaction, now or when the test releases it: these tests are about the leader's side of the
+    question and its timing, which the real coordinator (`logbroker/txn/`, answering at once; see
+    `test_broker_txn.py::test_kip890_*`) does not let a test hold."""
 
     def __init__(self, core: BrokerCore, *, hold: bool = False) -> None:
         self.core = core
