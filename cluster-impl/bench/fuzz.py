@@ -353,6 +353,25 @@ def _exact(sock: Any, n: int) -> bytes:
     return buf
 
 
+def committed_records(replica: Path) -> int:
+    """What a read_committed reader must get, from the log itself (`logbroker.dump`): every record that
+    is not transactional, or whose producer's next marker after it is a COMMIT."""
+    from logbroker.dump import dump_partition
+
+    summary, *records = dump_partition(replica)
+    markers: dict[int, list[tuple[int, str]]] = {}
+    for offset, kind, pid in summary.get("markers", []):
+        markers.setdefault(pid, []).append((offset, kind))
+    n = 0
+    for r in records:
+        if not r.get("txn"):
+            n += 1
+            continue
+        after = [kind for offset, kind in markers.get(r["producer_id"], []) if offset > r["offset"]]
+        n += bool(after) and after[0] == "commit"
+    return n
+
+
 def read_back(bootstrap: str, want: int, committed: bool) -> tuple[int, int]:
     """Records librdkafka returns from offset 0 (until `want`, or 20 s without any), and the last
     offset it returned."""
@@ -424,6 +443,7 @@ def main() -> int:
             read, _ = read_back(b.bootstrap, campaign.accepted_records, committed=False) if not crashed else (-1, -1)
             read_committed, last_committed = (read_back(b.bootstrap, campaign.accepted_records, committed=True)
                                               if not crashed else (-1, -1))
+            committed_expected = committed_records(Path(d) / "data" / f"{TOPIC}-0") if not crashed else -1
             tracebacks = b.log_text().count("Traceback")
             if tracebacks:  # each with the log line before it, which says what the broker was doing
                 lines = b.log_text().splitlines()
@@ -442,6 +462,7 @@ def main() -> int:
         "by_kind": by_kind, "rss_kb_before": before, "rss_kb_peak": peak, "rss_kb_after": after,
         "accepted_records": campaign.accepted_records, "records_read_back_by_librdkafka": read,
         "closing_aborts_refused": unended, "records_read_committed_by_librdkafka": read_committed,
+        "committed_records_in_the_log": committed_expected,
         "last_offset_read_committed": last_committed,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

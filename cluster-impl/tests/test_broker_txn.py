@@ -252,3 +252,76 @@ def test_an_operator_finds_a_hanging_transaction_and_aborts_it_with_kafka_python
     assert latest(c, committed=True) == 4
     c.close()
     assert read(txbroker.bootstrap, committed=True, want=1) == [3]
+
+
+def begin_txn(c: RawClient, txn_id: str, partitions: list[int]) -> tuple[int, int]:
+    """As a transactional client does, through the broker's own coordinator: InitProducerId with the
+    transactional id, then AddPartitionsToTxn for `partitions`; (producer id, epoch)."""
+    from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+    from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+
+    deadline = time.monotonic() + 30
+    while True:  # the first FindCoordinator creates __transaction_state; its coordinator loads it
+        found = c.request(make_message(FindCoordinatorRequest, 1, {"key": txn_id, "key_type": 1}),
+                          FindCoordinatorResponse)
+        r = c.request(make_message(InitProducerIdRequest, 1, {"transactional_id": txn_id,
+                                                              "transaction_timeout_ms": 60000}),
+                      InitProducerIdResponse)
+        if (found.error_code == 0 and r.error_code == 0) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert r.error_code == 0, Err(r.error_code)
+    add = c.request(make_message(AddPartitionsToTxnRequest, 1, {
+        "v3_and_below_transactional_id": txn_id, "v3_and_below_producer_id": r.producer_id,
+        "v3_and_below_producer_epoch": r.producer_epoch,
+        "v3_and_below_topics": [{"name": TOPIC, "partitions": partitions}]}), AddPartitionsToTxnResponse)
+    assert all(p.partition_error_code == 0 for t in add.results_by_topic_v3_and_below for p in t.results_by_partition)
+    return int(r.producer_id), int(r.producer_epoch)
+
+
+def produce_to(c: RawClient, partition: int, records: bytes, txn_id: str) -> int:
+    req = make_message(ProduceRequest, 9, {"transactional_id": txn_id, "acks": -1, "timeout_ms": 5000,
+                                           "topic_data": [{"name": TOPIC, "partition_data": [
+                                               {"index": partition, "records": records}]}]})
+    return int(c.request(req, ProduceResponse).responses[0].partition_responses[0].error_code)
+
+
+def lso(c: RawClient, partition: int) -> int:
+    req = make_message(ListOffsetsRequest, 2, {"replica_id": -1, "isolation_level": 1, "topics": [
+        {"name": TOPIC, "partitions": [{"partition_index": partition, "timestamp": -1}]}]})
+    return int(c.request(req, ListOffsetsResponse).topics[0].partitions[0].offset)
+
+
+@pytest.mark.parametrize("bug", [False, True], ids=["correct", "no-txn-verification"])
+def test_kip890_a_partition_outside_the_transaction_is_refused(broker_factory: Any, bug: bool) -> None:
+    """KIP-890 part 1 against the broker's real transaction coordinator: a transactional write to a
+    partition never added to the transaction is refused. Without the check (the switch) it opens a
+    transaction the coordinator knows nothing of: the commit's markers never reach it, and it hangs there
+    for good, holding read_committed consumers (or, after KIP-890 part 2's epoch bump is missing, joins
+    the producer's next transaction: Bufstream's torn transactions)."""
+    from kafka.protocol.producer.transaction import EndTxnRequest, EndTxnResponse
+
+    b: BrokerProc = broker_factory(bugs=["no-txn-verification"] if bug else [],
+                                   overrides=["transaction.state.log.num.partitions=3"]).start()
+    _create(b.bootstrap, TOPIC, 2)
+    c = RawClient(b.bootstrap)
+    pid, epoch = begin_txn(c, "kip890", [0])
+    assert produce_to(c, 0, txn(pid, epoch, 0, [1]), "kip890") == 0
+    stray = produce_to(c, 1, txn(pid, epoch, 0, [2]), "kip890")
+    end = c.request(make_message(EndTxnRequest, 1, {"transactional_id": "kip890", "producer_id": pid,
+                                                    "producer_epoch": epoch, "committed": True}), EndTxnResponse)
+    assert end.error_code == 0
+    wait_until = time.monotonic() + 10
+    while lso(c, 0) != 2 and time.monotonic() < wait_until:  # the coordinator's marker reaches partition 0
+        time.sleep(0.1)
+    assert lso(c, 0) == 2
+    if bug:
+        assert stray == 0, "the switch lets the stray write in"
+        assert lso(c, 1) == 0, "a transaction no coordinator will end: it hangs"
+    else:
+        assert stray == Err.INVALID_TXN_STATE
+        assert latest(c, committed=False) == 2 and lso(c, 1) == 0  # partition 0's count; nothing in 1
+        req = make_message(ListOffsetsRequest, 2, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": TOPIC, "partitions": [{"partition_index": 1, "timestamp": -1}]}]})
+        assert c.request(req, ListOffsetsResponse).topics[0].partitions[0].offset == 0, "nothing appended"
+    c.close()

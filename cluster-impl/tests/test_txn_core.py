@@ -214,8 +214,9 @@ def test_transactional_produce_checks(core: BrokerCore) -> None:
 # --- KIP-890 part 1: the leader asks the coordinator -----------------------------------------------------
 class StandInCoordinator:
     """Answers AddPartitionsToTxn v4 `verify_only` from the partitions a test says were added to each
-    transaction, now or when the test releases it (until the real coordinator, `logbroker/txn/`, exists
-    in this branch: these tests are about the leader's side of the question)."""
+    transaction, now or when the test releases it: these tests are about the leader's side of the
+    question and its timing, which the real coordinator (`logbroker/txn/`, answering at once; see
+    `test_broker_txn.py::test_kip890_*`) does not let a test hold."""
 
     def __init__(self, core: BrokerCore, *, hold: bool = False) -> None:
         self.core = core
@@ -326,3 +327,13 @@ def test_describe_producers_shows_the_open_transaction_an_operator_must_find(cor
                               x["current_txn_start_offset"]) for x in p0["active_producers"]}
     assert got == {a: (2, 1, -1, 0), b: (0, 1, 7, -1)}
     assert all(x["last_timestamp"] > 0 for x in p0["active_producers"])
+
+
+def test_a_coordinator_answer_that_waited_no_time_is_taken(tmp_path: Path) -> None:
+    """The coordinator's handler may put its answer in the purgatory and see it finish at once."""
+    core = make_core(tmp_path)
+    coordinator = StandInCoordinator(core, hold=True)
+    coordinator.released = True
+    pid = producer_id(core)
+    coordinator.added.add((TXN_ID, pid, 0, TOPIC, 0))
+    assert produce(core, txn_batch(pid, 0, 0), acks=1)["error_code"] == 0

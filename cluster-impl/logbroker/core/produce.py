@@ -123,12 +123,14 @@ class ProduceHandler:
 
         def complete(timed_out: bool) -> Body:
             op.finished = True  # a verification answered from now on appends nothing
+            if acks == 1 or early_ack:  # answered as written (acks=1 waited only for verification)
+                return body_of(op.results)
             for p, off in op.waits:
                 for r in op.results[p.tp.topic]:
                     if r["index"] == p.tp.partition and r["error_code"] == 0:
                         if not p.is_leader():
                             r["error_code"] = int(Err.NOT_LEADER_OR_FOLLOWER)
-                        elif p.hw < off and acks == -1 and not early_ack:
+                        elif p.hw < off:
                             r["error_code"] = int(Err.REQUEST_TIMED_OUT)
             return body_of(op.results)
 

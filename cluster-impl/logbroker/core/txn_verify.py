@@ -108,9 +108,10 @@ class TxnVerifier:
             answer(None if b is None else make_message(AddPartitionsToTxnResponse, version, b))
 
         if reply.deferred is not None:
-            reply.deferred.on_done(decoded)
-            if reply.deferred.done:  # finished before we listened
-                answer(None)
+            if reply.deferred.done:  # finished as the handler put it in the purgatory: build its answer again
+                decoded(reply.version, reply.deferred.complete(False))
+            else:
+                reply.deferred.on_done(decoded)
         else:
             decoded(reply.version, reply.body)
 
