@@ -1,7 +1,8 @@
 """Issue 27's coordinator failover, acted out on real processes: a local ZooKeeper, three brokers,
 a 6-partition topic, five group members of three client libraries (each its own process,
 `group_member.py`) committing after every 20 records; the group coordinator's broker is SIGKILLed
-once 1,000 of 3,000 records are written and restarted 10 s later.
+once 1,000 of 3,000 records are written and restarted 10 s later (with `--churn`, a member is
+replaced at the same moment).
 
 `run(root, zk)` acts it out once and returns what happened (`Outcome`); the test
 (`test_repl_group_failover.py`) asserts on it, and `python group_failover.py RUNS` loops it and
@@ -115,8 +116,12 @@ def _read_events(path: Path) -> list[dict]:  # type: ignore[type-arg]
 
 
 def run(root: Path, zk: LocalZooKeeper, *, bugs: tuple[str, ...] = (), wait_s: float = 120,
-        extra: tuple[str, ...] = (), preload: bool = False, group: str = GROUP) -> Outcome:
-    """One run of the scenario; every process it starts is stopped before it returns."""
+        extra: tuple[str, ...] = (), preload: bool = False, group: str = GROUP, churn: bool = False) -> Outcome:
+    """One run of the scenario; every process it starts is stopped before it returns. `churn`: the
+    aiokafka member is SIGKILLed with the coordinator and a new one started, so the group also
+    rebalances across the failover (its old member expires on the new coordinator); members then
+    also commit when idle, or a partition whose reads since the last commit stop short of 20 would
+    end uncommitted after the reassignment."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import NewTopic
 
@@ -130,12 +135,15 @@ def run(root: Path, zk: LocalZooKeeper, *, bugs: tuple[str, ...] = (), wait_s: f
             f.result(15)
         boot = ",".join(b.bootstrap for b in cluster)
 
+        def start_member(i: int, kind: str) -> None:
+            path = root / f"member-{i}-{kind}.jsonl"
+            log = open(root / f"member-{i}-{kind}.log", "ab")  # noqa: SIM115 - owned by the process
+            args = [sys.executable, str(MEMBER), kind, boot, group, TOPIC, str(path), "20", "idle" if churn else ""]
+            members.append((subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT), path))
+
         def start_members() -> None:
             for i, kind in enumerate(KINDS):
-                path = root / f"member-{i}-{kind}.jsonl"
-                log = open(root / f"member-{i}-{kind}.log", "ab")  # noqa: SIM115 - owned by the process
-                members.append((subprocess.Popen([sys.executable, str(MEMBER), kind, boot, group, TOPIC, str(path)],
-                                                 stdout=log, stderr=subprocess.STDOUT), path))
+                start_member(i, kind)
 
         prod = Producer({"bootstrap.servers": boot, "acks": "all", "enable.idempotence": True, "linger.ms": 5,
                          "logger": quiet})
@@ -152,6 +160,9 @@ def run(root: Path, zk: LocalZooKeeper, *, bugs: tuple[str, ...] = (), wait_s: f
             victim = cluster[out.coordinator - 1]
             victim.kill()
             killed_at = time.monotonic()
+            if churn:
+                members[len(KINDS) - 1][0].kill()
+                start_member(len(KINDS), KINDS[-1])
 
         if preload:  # every record written first; the kill comes once the group has read KILL_AT
             for v in range(RECORDS):
@@ -222,12 +233,13 @@ def main(argv: list[str]) -> int:
     runs = int(argv[0]) if argv else 3
     preload = "--preload" in argv
     vary = "--vary" in argv  # a group per run, so the coordinator lands on each broker in turn
+    churn = "--churn" in argv
     bad = 0
     for i in range(runs):
         root = Path(tempfile.mkdtemp(prefix=f"group-failover-{i}-"))
         zk = LocalZooKeeper(root).start()
         try:
-            o = run(root, zk, preload=preload, group=f"{GROUP}-{i}" if vary else GROUP)
+            o = run(root, zk, preload=preload, group=f"{GROUP}-{i}" if vary else GROUP, churn=churn)
         finally:
             zk.stop()
         bad += not o.clean

@@ -1,11 +1,12 @@
 """One consumer-group member as its own process, for the coordinator failover scenario.
 
-    python group_member.py KIND BOOTSTRAP GROUP TOPIC OUT [EVERY]
+    python group_member.py KIND BOOTSTRAP GROUP TOPIC OUT [EVERY [idle]]
 
 KIND is `confluent`, `kafka-python` or `aiokafka`: a real client of that library, configured as a new
 user would (group id, `auto.offset.reset=earliest`, auto commit off, everything else at the client's
 defaults), subscribed to TOPIC. It commits its positions synchronously after every EVERY records it
-reads (20), and writes one JSON line per event to OUT (flushed at once, so a kill loses nothing):
+reads (20) — and with `idle`, also after an empty poll if it read anything since its last commit —
+and writes one JSON line per event to OUT (flushed at once, so a kill loses nothing):
 `{"ev": "rec", "p", "o", "v"}` a record read, `{"ev": "commit", "ok", "err"}` a commit's outcome,
 `{"ev": "assign", "parts"}` an assignment. It runs until SIGTERM (then closes, leaving the group).
 """
@@ -38,7 +39,25 @@ class Out:
         self.f.flush()
 
 
-def run_confluent(boot: str, group: str, topic: str, out: Out, every: int) -> None:
+class Committer:
+    """When to commit: after every `every` records read, and (`idle`) after a poll that brought nothing
+    while records read since the last commit are not committed yet."""
+
+    def __init__(self, every: int, idle: bool) -> None:
+        self.every, self.idle, self.since = every, idle, 0
+
+    def read(self) -> bool:
+        self.since += 1
+        return self.since >= self.every
+
+    def quiet(self) -> bool:
+        return self.idle and self.since > 0
+
+    def done(self) -> None:
+        self.since = 0
+
+
+def run_confluent(boot: str, group: str, topic: str, out: Out, when: Committer) -> None:
     from confluent_kafka import Consumer, KafkaException
 
     quiet = logging.getLogger("member")
@@ -46,23 +65,28 @@ def run_confluent(boot: str, group: str, topic: str, out: Out, every: int) -> No
                   "enable.auto.commit": False, "logger": quiet})
     c.subscribe([topic], on_assign=lambda _c, ps: out(ev="assign", parts=sorted(p.partition for p in ps)),
                 on_revoke=lambda _c, ps: out(ev="revoke", parts=sorted(p.partition for p in ps)))
-    n = 0
+
+    def commit() -> None:
+        when.done()
+        try:
+            done = c.commit(asynchronous=False)
+            out(ev="commit", ok=True, err=None, offsets={str(p.partition): p.offset for p in done or []})
+        except KafkaException as e:
+            out(ev="commit", ok=False, err=str(e))
+
     while not stop:
         m = c.poll(0.2)
         if m is None or m.error() is not None:
+            if when.quiet():
+                commit()
             continue
         out(ev="rec", p=m.partition(), o=m.offset(), v=int(m.value()))
-        n += 1
-        if n % every == 0:
-            try:
-                done = c.commit(asynchronous=False)
-                out(ev="commit", ok=True, err=None, offsets={str(p.partition): p.offset for p in done or []})
-            except KafkaException as e:
-                out(ev="commit", ok=False, err=str(e))
+        if when.read():
+            commit()
     c.close()
 
 
-def run_kafka_python(boot: str, group: str, topic: str, out: Out, every: int) -> None:
+def run_kafka_python(boot: str, group: str, topic: str, out: Out, when: Committer) -> None:
     from kafka import ConsumerRebalanceListener, KafkaConsumer
     from kafka.errors import KafkaError
 
@@ -76,23 +100,28 @@ def run_kafka_python(boot: str, group: str, topic: str, out: Out, every: int) ->
         def on_partitions_revoked(self, revoked: Any) -> None:
             out(ev="revoke", parts=sorted(p.partition for p in revoked))
 
+    def commit() -> None:
+        when.done()
+        try:
+            c.commit()
+            out(ev="commit", ok=True, err=None)
+        except KafkaError as e:
+            out(ev="commit", ok=False, err=repr(e))
+
     c.subscribe([topic], listener=Listener())
-    n = 0
     while not stop:
-        for _tp, recs in c.poll(200).items():
+        got = c.poll(200)
+        if not got and when.quiet():
+            commit()
+        for _tp, recs in got.items():
             for r in recs:
                 out(ev="rec", p=r.partition, o=r.offset, v=int(r.value))
-                n += 1
-                if n % every == 0:
-                    try:
-                        c.commit()
-                        out(ev="commit", ok=True, err=None)
-                    except KafkaError as e:
-                        out(ev="commit", ok=False, err=repr(e))
+                if when.read():
+                    commit()
     c.close()
 
 
-def run_aiokafka(boot: str, group: str, topic: str, out: Out, every: int) -> None:
+def run_aiokafka(boot: str, group: str, topic: str, out: Out, when: Committer) -> None:
     from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
     from aiokafka.errors import KafkaError
 
@@ -106,22 +135,27 @@ def run_aiokafka(boot: str, group: str, topic: str, out: Out, every: int) -> Non
     async def main() -> None:
         c = AIOKafkaConsumer(bootstrap_servers=boot, group_id=group, auto_offset_reset="earliest",
                              enable_auto_commit=False)
+
+        async def commit() -> None:
+            when.done()
+            try:
+                await c.commit()
+                out(ev="commit", ok=True, err=None)
+            except KafkaError as e:
+                out(ev="commit", ok=False, err=repr(e))
+
         c.subscribe([topic], listener=Listener())
         await c.start()
-        n = 0
         try:
             while not stop:
                 got = await c.getmany(timeout_ms=200)
+                if not got and when.quiet():
+                    await commit()
                 for _tp, recs in got.items():
                     for r in recs:
                         out(ev="rec", p=r.partition, o=r.offset, v=int(r.value))
-                        n += 1
-                        if n % every == 0:
-                            try:
-                                await c.commit()
-                                out(ev="commit", ok=True, err=None)
-                            except KafkaError as e:
-                                out(ev="commit", ok=False, err=repr(e))
+                        if when.read():
+                            await commit()
         finally:
             await c.stop()
 
@@ -134,13 +168,14 @@ KINDS = {"confluent": run_confluent, "kafka-python": run_kafka_python, "aiokafka
 def main(argv: list[str]) -> int:
     kind, boot, group, topic, path = argv[:5]
     every = int(argv[5]) if len(argv) > 5 else 20
+    idle = len(argv) > 6 and argv[6] == "idle"
     signal.signal(signal.SIGTERM, _on_term)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     with open(path, "a") as f:
         out = Out(f)
         out(ev="start", kind=kind)
-        KINDS[kind](boot, group, topic, out, every)
+        KINDS[kind](boot, group, topic, out, Committer(every, idle))
         out(ev="stop")
     return 0
 
