@@ -14,6 +14,7 @@ from logbroker.bugs import parse_bugs
 from logbroker.core.broker import BrokerCore
 from logbroker.core.clock import ManualClock
 from logbroker.core.partition import TopicPartition
+from logbroker.group.records import partition_for
 from logbroker.log.control import read_marker
 from logbroker.protocol.apis import APIS, make_message
 from logbroker.protocol.errors import Err
@@ -164,7 +165,7 @@ def test_bad_input_gets_kafka_errors_and_appends_nothing(core: BrokerCore) -> No
     """An unknown transactional id, EndTxn with no transaction, a wrong epoch: each a Kafka error code,
     nothing in any partition (the data partitions and __transaction_state alike)."""
     pid = init(core)["producer_id"]
-    state = core.partitions[TopicPartition("__transaction_state", 0)]
+    state = core.partitions[TopicPartition("__transaction_state", partition_for(TID, 50))]
     before = (state.leo, core.partitions[TopicPartition(TOPIC, 0)].leo)
     assert add(core, pid, 0, [(TOPIC, 0)], tid="nobody") == [Err.INVALID_PRODUCER_ID_MAPPING]
     assert end(core, pid, 0, commit=True, tid="nobody")["error_code"] == Err.INVALID_PRODUCER_ID_MAPPING
@@ -293,3 +294,26 @@ def test_a_leader_asks_this_coordinator_to_verify(core: BrokerCore) -> None:
     assert verify(1) == [Err.PRODUCER_FENCED, Err.PRODUCER_FENCED]
     assert describe(core)["topics"] == [{"topic": TOPIC, "partitions": [0]}]  # verifying adds nothing
 
+
+
+def test_a_new_leader_epoch_of_the_same_leader_keeps_a_waiting_end_and_its_decision(core: BrokerCore) -> None:
+    """The controller shrinks `__transaction_state`'s ISR (a follower died): new leader epoch, same
+    leader. An EndTxn waiting for its PrepareCommit to be replicated is answered NONE, and the
+    transaction completes, as the group coordinator keeps its groups (core/coordinator_partitions.py)."""
+    pid = init(core)["producer_id"]
+    assert add(core, pid, 0, [(TOPIC, 0)]) == [0]
+    state = core.partitions[TopicPartition("__transaction_state", partition_for(TID, 50))]
+    state.isr = [1, 2]  # a follower that has not fetched holds the HW back
+    state.follower_leo[2] = state.hw
+    waiting = core.handle(26, 3, make_message(APIS[26].request, 3, {
+        "transactional_id": TID, "producer_id": pid, "producer_epoch": 0, "committed": True}))
+    assert waiting.deferred is not None and not waiting.deferred.done
+    state.leader_epoch += 1  # what ReplicaManager.become_leader does for the shrunk ISR
+    state.log.epochs.assign(state.leader_epoch, state.leo)
+    state.isr = [1]
+    core.tick()
+    state.maybe_advance_hw()
+    core.purgatory.check([state.tp])
+    assert body(waiting)["error_code"] == 0
+    core.tick()
+    assert describe(core)["transaction_state"] == "CompleteCommit"
