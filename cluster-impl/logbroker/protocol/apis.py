@@ -171,24 +171,24 @@ def decode_request(api: Api, version: int, frame: bytes) -> Any:
     if legacy.is_legacy(api.key, version):
         return legacy.decode(api.key, version, frame)
     req = api.request.decode(frame, version=version, header=True)
-    _no_null_arrays(req._struct._fields, req, version)
+    _no_nulls(req._struct._fields, req, version)
     return req
 
 
-def _no_null_arrays(fields: Any, obj: Any, version: int) -> None:
-    """The codec decodes a length of -1 as null even where the schema says an array cannot be null;
-    Kafka calls that a malformed request, and so do we (found by bench-fuzz: handlers iterating a
-    null `topics`)."""
+def _no_nulls(fields: Any, obj: Any, version: int) -> None:
+    """The codec decodes a length of -1 as null even where the schema says an array or a string cannot
+    be null; Kafka calls that a malformed request, and so do we (found by bench-fuzz: handlers iterating
+    a null `topics`, and hashing a null AddOffsetsToTxn `group_id`)."""
     for f in fields:
-        if not f.is_array() or not f.for_version_q(version):
+        if not (f.is_array() or f.type_str == "string") or not f.for_version_q(version):
             continue
         v = getattr(obj, f.name, None)
         if v is None:
             if not f.nullable_for_version_q(version):
-                raise ValueError(f"null array {f.name!r} where the schema allows none")
+                raise ValueError(f"null {f.name!r} where the schema allows none")
         elif f.is_struct_array():
             for item in v:
-                _no_null_arrays(f._fields, item, version)
+                _no_nulls(f._fields, item, version)
 
 
 def encode_response(api: Api, version: int, correlation_id: int, body: dict[str, Any]) -> bytes:
