@@ -153,7 +153,7 @@ class ProduceHandler:
             log.info("verification of %s answered after its produce request ended; nothing appended", tps)
             return
         for tp in tps:
-            u = op.unverified.pop(tp, None)
+            u = op.unverified.get(tp)
             if u is None:
                 continue
             err = errors.get(tp, Err.UNKNOWN_SERVER_ERROR)
@@ -162,11 +162,14 @@ class ProduceHandler:
                          u.header.producer_id, u.header.producer_epoch, err.name)
                 op.set(tp, result(u.index, err, message="Partition was not added to the transaction"
                                   if err == Err.INVALID_TXN_STATE else None))
-                continue
-            res, wait = self._checked_append(u.p, u.index, bytes(u.records), [u.header], op.acks, token=u.token)
-            op.set(tp, res)
-            if wait is not None:
-                op.waits.append((u.p, wait))
+            else:
+                # still unverified while it appends: the append's own purgatory check must not find the
+                # request ready before its wait for the HW is registered (it answered acks=all early)
+                res, wait = self._checked_append(u.p, u.index, bytes(u.records), [u.header], op.acks, token=u.token)
+                op.set(tp, res)
+                if wait is not None:
+                    op.waits.append((u.p, wait))
+            del op.unverified[tp]
         self.core.purgatory.check(tps)
 
     def _partition(self, p: Partition | None, index: int, records: bytes | None, acks: int,
