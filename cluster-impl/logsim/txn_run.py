@@ -5,9 +5,10 @@ Two `SimTxnProducer`s (one speaking EndTxn v5, KIP-890 part 2, one EndTxn v1 as 
 run numbered transactions of four values over a 3-partition topic, every fourth aborted on purpose.
 The broker coordinating the first producer's id is killed the moment its current transaction sits
 in PrepareCommit with markers still to write (a correct new coordinator must finish it; with
-`forget-prepared-txns` it hangs), restarted 5 s later; then a leader of the topic is killed
-mid-transaction and restarted. When the producers are done and the transaction timeout has passed,
-a read_committed reader reads every partition to its last stable offset.
+`forget-prepared-txns` it hangs), restarted 5 s later (or, `isolate`, cut off for 10 s); then a
+leader of the topic is killed mid-transaction and restarted. When the producers are done and the
+transaction timeout has passed, a read_committed reader reads every partition to its last stable
+offset.
 
 `run(seed, out)` returns the `TxnRun` and, given `out`, writes `history.jsonl` (each transaction's
 outcome as its producer saw it) and `reads.json`, plus the topic's replica dumps per node, which a
@@ -71,7 +72,10 @@ def _coordinator_in_prepare(c: SimCluster, tid: str) -> str | None:
     return None
 
 
-def run(seed: int, out: Path | None = None, *, bugs: tuple[str, ...] = (), txns: int = 150) -> TxnRun:
+def run(seed: int, out: Path | None = None, *, bugs: tuple[str, ...] = (), txns: int = 150,
+        isolate: bool = False) -> TxnRun:
+    """`isolate`: the coordinator is cut off from the other brokers and ZooKeeper for 10 s instead of
+    killed (a zombie that still takes its clients' requests while another broker takes over)."""
     result = TxnRun()
     with SimCluster(seed, 3, settings=SETTINGS, bugs=bugs) as c:
         c.start()
@@ -97,7 +101,16 @@ def run(seed: int, out: Path | None = None, *, bugs: tuple[str, ...] = (), txns:
             c.run_for(0.002)  # p1 has a few transactions behind it
             if sum(1 for o in result.outcomes if o[0] == "p1") >= 5:
                 victim = _coordinator_in_prepare(c, "p1")
-        if victim is not None:
+        if victim is not None and isolate:
+            result.faults.append(f"{c.loop.time():.3f} isolate {victim}, the coordinator of p1 in PrepareCommit")
+            others = [n for n in c.names if n != victim]
+            grudge = {victim: others, **{n: [victim] for n in others}}
+            c.net.add_grudge(grudge)
+            c.cut_zk(grudge)
+            c.run_for(10)
+            c.net.lift_grudge(grudge)
+            c.uncut_zk(grudge)
+        elif victim is not None:
             result.faults.append(f"{c.loop.time():.3f} kill {victim}, the coordinator of p1 in PrepareCommit")
             c.nodes[victim].kill()
             c.run_for(5)

@@ -1,6 +1,6 @@
 """Transactions on the simulator, through the production coordinator and partitions
-(`logsim/txn_run.py`): a coordinator killed while a transaction sits in PrepareCommit and a leader
-killed mid-transaction leave every committed transaction read once and whole, no aborted one read,
+(`logsim/txn_run.py`): a coordinator killed (or cut off) while a transaction sits in PrepareCommit and
+a leader killed mid-transaction leave every committed transaction read once and whole, no aborted one read,
 none hanging; the forget-prepared-txns switch (KAFKA-16352) leaves one hanging; and a seed replays
 byte for byte in another process under another hash seed."""
 
@@ -26,6 +26,14 @@ def test_a_coordinator_killed_in_prepare_commit_and_a_leader_kill_lose_nothing(s
     outcomes = [o for _, _, o, _ in r.outcomes]
     assert outcomes.count("committed") >= 200 and outcomes.count("aborted") >= 60
     assert sum(len(v) for v in r.reads.values()) >= 4 * outcomes.count("committed")  # the verdict saw real reads
+
+
+def test_a_coordinator_cut_off_in_prepare_commit_loses_nothing() -> None:
+    """A zombie coordinator: cut off from the other brokers and ZooKeeper, it still takes its
+    clients' requests while another broker loads the partition and finishes the transaction."""
+    r = run(1, isolate=True)
+    assert "isolate" in r.faults[0]
+    assert r.problems() == []
 
 
 def test_forget_prepared_txns_leaves_the_transaction_hanging() -> None:
