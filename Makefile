@@ -8,7 +8,7 @@ STAMP := .venv/.stamp-$(shell cat pyproject.toml cluster-impl/pyproject.toml | s
 DEBS  := debootstrap zookeeper libfaketime faketime iptables openjdk-17-jre-headless openssh-client chromium
 
 .PHONY: run test deps venv image check bench bench-cluster bench-broker bench-cluster-impl bench-check bench-run \
-        bench-detect bench-fuzz bench-sim clean-cluster
+        bench-detect bench-fuzz bench-sim bench-txn clean-cluster
 
 # The default chaos run: 5 nodes, 60 s of the queue workload under every fault family, checked.
 run: deps venv image
@@ -65,6 +65,10 @@ bench-sim: venv
 
 bench-fuzz: venv
 	$(PY) cluster-impl/bench/fuzz.py --out bench-results/fuzz.json
+
+# transactional produce on three brokers (1, 10, 100 records per transaction) beside acks=all
+bench-txn: deps venv
+	$(PY) cluster-impl/bench/txn.py --out bench-results/txn.json
 
 bench-check: deps venv
 	$(PY) -m results.bench --out bench-results/check.json

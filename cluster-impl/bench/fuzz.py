@@ -1,19 +1,26 @@
 """`make bench-fuzz`: a million hostile frames against one standalone broker. A benchmark, not a test.
 
-Three kinds of frame, from a seeded generator:
+Kinds of frame, from a seeded generator:
 - a valid request header (a known API key at a version we serve) followed by a random body;
 - a valid request cut short at a random point (the frame length says so: the body is truncated);
 - a valid Produce whose record batch has one field corrupted — codec, record count, last offset
   delta, base offset, batch length, magic, attributes (transactional/control), a record byte, or the
   CRC — with the CRC recomputed except when the CRC itself is the corruption, so that the checks
-  after the CRC are what is exercised.
+  after the CRC are what is exercised;
+- transactions (issue 27): a transactional batch from one of each worker's producers, with its next
+  sequence or a wrong one and its epoch or another; a WriteTxnMarkers (v0-2) ending one of those
+  producers' transactions with a random result, producer epoch, coordinator epoch and partition; a
+  control batch sent as a client's produce; and a read_committed Fetch from a random offset.
+The broker runs with `transaction.kip890.enable=false` (there is no coordinator to verify against),
+so transactional batches and markers reach the producer state, the LSO and the aborted index.
 After each frame the client sends an ApiVersions as a sentinel on the same connection and reads
 until the sentinel's answer (a frame that gets no response, e.g. acks=0, cannot stall it) or until
 the broker closes the connection (counted as refused; the client reconnects).
 
 Reported (JSON to --out): crashes (the broker process died; goal 0), per kind the frames answered,
 refused (error code or closed connection) and accepted (error 0), the broker's RSS before, at its
-peak and after, and whether a librdkafka consumer reads back every record of every accepted batch.
+peak and after, and whether a librdkafka consumer reads back every record of every accepted batch (read_uncommitted:
+aborted ones too), and how far a read_committed one gets once every transaction has been aborted.
 """
 
 from __future__ import annotations
@@ -38,7 +45,10 @@ import crc32c  # noqa: E402
 from brokerlib import BrokerProc  # noqa: E402
 from kafka.protocol.consumer import FetchRequest  # noqa: E402
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest  # noqa: E402
-from kafka.protocol.producer import ProduceResponse  # noqa: E402
+from kafka.protocol.producer import ProduceRequest, ProduceResponse  # noqa: E402
+from kafka.protocol.producer.transaction import WriteTxnMarkersRequest, WriteTxnMarkersResponse  # noqa: E402
+from kafka.record.default_records import DefaultRecordBatchBuilder  # noqa: E402
+from logbroker.log.control import ControlMarker, marker_batch  # noqa: E402
 from logbroker.protocol.apis import APIS, make_message  # noqa: E402
 from rawclient import batch, produce_req  # noqa: E402
 
@@ -47,6 +57,7 @@ quiet.addHandler(logging.NullHandler())
 quiet.propagate = False
 TOPIC = "fuzz"
 SENTINEL = 0x7FFF0000
+TXN_SHARE = 0.25  # of the frames, transactional ones (make_txn_frame)
 FIELDS = ["codec", "record_count", "last_offset_delta", "base_offset", "batch_length", "magic", "transactional",
           "control", "record_byte", "crc"]
 
@@ -61,8 +72,7 @@ def header(key: int, version: int, corr: int) -> bytes:
 
 
 def flexible(key: int, version: int) -> bool:
-    return {0: 9, 1: 12, 3: 9, 18: 3, 19: 5, 20: 4, 22: 2, 32: 4, 33: 2, 37: 2, 43: 2, 44: 1, 45: 0, 46: 0}.get(
-        key, 99) <= version
+    return bool(APIS[key].request.flexible_version_q(version))
 
 
 def sentinel() -> bytes:
@@ -127,6 +137,94 @@ def produce_frame(records: bytes, corr: int) -> bytes:
     return bytes(req.encode(header=True, framed=True))
 
 
+PRODUCERS_PER_WORKER = 4
+TXN_ID = "fuzz-tx"
+
+
+class Producers:
+    """One worker's transactional producers: ids, epochs and next sequences as the worker believes."""
+
+    def __init__(self, worker: int) -> None:
+        self.ids = [1_000_000 + worker * PRODUCERS_PER_WORKER + i for i in range(PRODUCERS_PER_WORKER)]
+        self.epoch = dict.fromkeys(self.ids, 0)
+        self.seq = dict.fromkeys(self.ids, 0)
+
+    def batch(self, rng: random.Random) -> tuple[str, bytes, int, int]:
+        """(what is wrong with it, the batch, its producer, its record count)."""
+        pid = rng.choice(self.ids)
+        epoch, seq, wrong = self.epoch[pid], self.seq[pid], "none"
+        x = rng.random()
+        if x < 0.1:
+            epoch, wrong = max(0, epoch + rng.choice([-1, 1, 5])), "epoch"
+        elif x < 0.2:
+            seq, wrong = rng.choice([0, seq + 1, seq + 7, 2**31 - 1]), "sequence"
+        n = rng.randint(1, 5)
+        b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True, producer_id=pid,
+                                      producer_epoch=epoch, base_sequence=seq, batch_size=1 << 20)
+        for i in range(n):
+            b.append(i, timestamp=None, key=None, value=b"t%d" % rng.randrange(10**6), headers=[])
+        return wrong, bytes(b.build()), pid, n
+
+    def accepted(self, pid: int, raw: bytes) -> None:
+        epoch, seq, count = struct.unpack_from(">hii", raw, 51)
+        self.epoch[pid] = max(self.epoch[pid], epoch)
+        self.seq[pid] = seq + count
+
+    def marker(self, rng: random.Random) -> tuple[bytes, int, int, int]:
+        """A WriteTxnMarkers (v0-2) for one producer: (frame, version, producer id, producer epoch)."""
+        pid = rng.choice(self.ids)
+        epoch = self.epoch[pid] + rng.choice([0, 0, 0, 1, -1])
+        version = rng.randint(APIS[27].min_version, APIS[27].max_version)
+        body = {"markers": [{"producer_id": pid, "producer_epoch": epoch, "transaction_result": rng.random() < 0.5,
+                             "coordinator_epoch": rng.choice([0, 0, 1, 5, -1]),
+                             "transaction_version": rng.choice([0, 2]),
+                             "topics": [{"name": rng.choice([TOPIC, TOPIC, "nope"]),
+                                         "partition_indexes": [rng.choice([0, 0, 0, 1, -1])]}]}]}
+        req = make_message(WriteTxnMarkersRequest, version, body)
+        req.with_header(correlation_id=1, client_id="fuzz")
+        return bytes(req.encode(header=True, framed=True)), version, pid, epoch
+
+    def marked(self, pid: int, epoch: int) -> None:
+        """A marker was accepted: a bumped epoch starts the producer's sequences again."""
+        if epoch > self.epoch[pid]:
+            self.epoch[pid], self.seq[pid] = epoch, 0
+
+
+def txn_produce_frame(records: bytes, corr: int) -> bytes:
+    req = make_message(ProduceRequest, 7, {"transactional_id": TXN_ID, "acks": -1, "timeout_ms": 5000,
+                                           "topic_data": [{"name": TOPIC, "partition_data": [
+                                               {"index": 0, "records": records}]}]})
+    req.with_header(correlation_id=corr, client_id="fuzz")
+    return bytes(req.encode(header=True, framed=True))
+
+
+def committed_fetch(rng: random.Random) -> bytes:
+    req = make_message(FetchRequest, 11, {
+        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": rng.choice([1 << 10, 1 << 20]),
+        "isolation_level": 1, "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+        "topics": [{"topic": TOPIC, "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                                                    "fetch_offset": rng.randrange(0, 1 << 16), "log_start_offset": -1,
+                                                    "partition_max_bytes": 1 << 16}]}]})
+    req.with_header(correlation_id=1, client_id="fuzz")
+    return bytes(req.encode(header=True, framed=True))
+
+
+def make_txn_frame(rng: random.Random, producers: Producers) -> tuple[str, bytes, int, Any]:
+    """A transactional frame: (kind, frame, records it adds if accepted, what to note if accepted)."""
+    r = rng.random()
+    if r < 0.5:
+        wrong, records, pid, n = producers.batch(rng)
+        return f"txn-batch-{wrong}", txn_produce_frame(records, 1), n, (pid, records)
+    if r < 0.8:
+        frame, version, pid, epoch = producers.marker(rng)
+        return "txn-marker", frame, 0, (version, pid, epoch)
+    if r < 0.9:
+        pid = rng.choice(producers.ids)
+        records = marker_batch(pid, producers.epoch[pid], ControlMarker(rng.random() < 0.5, 0), 0)
+        return "client-control-batch", txn_produce_frame(records, 1), 0, None
+    return "read-committed-fetch", committed_fetch(rng), 0, None
+
+
 def make_frame(rng: random.Random, valid: list[bytes]) -> tuple[str, bytes, int]:
     """(kind, frame, records it adds if accepted)."""
     r = rng.random()
@@ -153,8 +251,13 @@ class Campaign:
     def __init__(self, port: int, frames: int, seed: int, workers: int) -> None:
         self.port, self.frames, self.seed, self.workers = port, frames, seed, workers
         self.counts: Counter[tuple[str, str]] = Counter()
-        self.accepted_records = 0
+        self.appended: dict[int, int] = {}  # base offset -> records, of every accepted batch
         self.sent = 0
+        self.producers: list[Producers] = []
+
+    @property
+    def accepted_records(self) -> int:
+        return sum(self.appended.values())
 
     async def run(self) -> None:
         await asyncio.gather(*(self.worker(i) for i in range(self.workers)))
@@ -162,10 +265,16 @@ class Campaign:
     async def worker(self, i: int) -> None:
         rng = random.Random(self.seed * 1000 + i)
         valid = valid_requests()
+        producers = Producers(i)
+        self.producers.append(producers)
         conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         while self.sent < self.frames:
             self.sent += 1
-            kind, frame, records = make_frame(rng, valid)
+            note: Any = None
+            if rng.random() < TXN_SHARE:
+                kind, frame, records, note = make_txn_frame(rng, producers)
+            else:
+                kind, frame, records = make_frame(rng, valid)
             if conn is None:
                 conn = await asyncio.open_connection("127.0.0.1", self.port)
             r, w = conn
@@ -185,13 +294,22 @@ class Campaign:
                 continue
             if answer is None:
                 self.counts[(kind, "no-answer")] += 1
-            elif kind.startswith("batch-"):
+            elif kind.startswith(("batch-", "txn-batch-", "client-control")):
                 err = ProduceResponse.decode(answer, version=7, header=True).responses[0].partition_responses[0]
                 if err.error_code == 0:
                     self.counts[(kind, "accepted")] += 1
-                    self.accepted_records += records
+                    if err.base_offset not in self.appended:  # a duplicate is answered its original offset
+                        self.appended[err.base_offset] = records
+                        if kind.startswith("txn-batch-"):
+                            producers.accepted(*note)
                 else:
                     self.counts[(kind, "refused")] += 1
+            elif kind == "txn-marker":
+                resp = WriteTxnMarkersResponse.decode(answer, version=note[0], header=True)
+                code = resp.markers[0].topics[0].partitions[0].error_code
+                self.counts[(kind, "accepted" if code == 0 else "refused")] += 1
+                if code == 0:
+                    producers.marked(note[1], note[2])
             else:
                 self.counts[(kind, "answered")] += 1
         if conn is not None:
@@ -205,26 +323,79 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
-def read_back(bootstrap: str) -> int:
+def abort_all(port: int, producers: list[Producers]) -> int:
+    """End every transaction the campaign left open (ABORT at each producer's epoch, from a coordinator
+    epoch above any the campaign used); the markers refused."""
+    import socket
+
+    refused = 0
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        for ps in producers:
+            for pid in ps.ids:
+                req = make_message(WriteTxnMarkersRequest, 1, {"markers": [{
+                    "producer_id": pid, "producer_epoch": ps.epoch[pid], "transaction_result": False,
+                    "coordinator_epoch": 100, "topics": [{"name": TOPIC, "partition_indexes": [0]}]}]})
+                req.with_header(correlation_id=2, client_id="fuzz")
+                sock.sendall(bytes(req.encode(header=True, framed=True)))
+                size = struct.unpack(">i", _exact(sock, 4))[0]
+                resp = WriteTxnMarkersResponse.decode(_exact(sock, size), version=1, header=True)
+                refused += resp.markers[0].topics[0].partitions[0].error_code != 0
+    return refused
+
+
+def _exact(sock: Any, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return buf
+
+
+def committed_records(replica: Path) -> int:
+    """What a read_committed reader must get, from the log itself (`logbroker.dump`): every record that
+    is not transactional, or whose producer's next marker after it is a COMMIT."""
+    from logbroker.dump import dump_partition
+
+    summary, *records = dump_partition(replica)
+    markers: dict[int, list[tuple[int, str]]] = {}
+    for offset, kind, pid in summary.get("markers", []):
+        markers.setdefault(pid, []).append((offset, kind))
+    n = 0
+    for r in records:
+        if not r.get("txn"):
+            n += 1
+            continue
+        after = [kind for offset, kind in markers.get(r["producer_id"], []) if offset > r["offset"]]
+        n += bool(after) and after[0] == "commit"
+    return n
+
+
+def read_back(bootstrap: str, want: int, committed: bool) -> tuple[int, int]:
+    """Records librdkafka returns from offset 0 (until `want`, or 20 s without any), and the last
+    offset it returned."""
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "fuzz", "enable.auto.commit": False, "logger": quiet})
-    _, high = c.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=10)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "fuzz", "enable.auto.commit": False, "logger": quiet,
+                  "isolation.level": "read_committed" if committed else "read_uncommitted"})
     c.assign([TopicPartition(TOPIC, 0, 0)])
     got, last = 0, -1
-    deadline = time.monotonic() + 300
+    idle_since = time.monotonic()
     try:
-        while got < high and time.monotonic() < deadline:
+        while got < want and time.monotonic() - idle_since < 20:
             for m in c.consume(10000, 1.0):
+                idle_since = time.monotonic()
                 if m.error() is not None:
                     print(f"consumer error after offset {last}: {m.error()}", flush=True)
                     continue
                 got, last = got + 1, m.offset()
     finally:
         c.close()
-    if got < high:
-        print(f"read {got} of {high} records; the last offset read was {last}", flush=True)
-    return got
+    if got < want:
+        print(f"read {got} of {want} records ({'read_committed' if committed else 'read_uncommitted'}); the last "
+              f"offset read was {last}", flush=True)
+    return got, last
 
 
 def main() -> int:
@@ -237,7 +408,8 @@ def main() -> int:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     with tempfile.TemporaryDirectory() as d:
-        b = BrokerProc(Path(d) / "data", overrides=["auto.create.topics.enable=false"]).start()
+        b = BrokerProc(Path(d) / "data", overrides=["auto.create.topics.enable=false",
+                                                    "transaction.kip890.enable=false"]).start()
         try:
             admin = AdminClient({"bootstrap.servers": b.bootstrap, "logger": quiet})
             for f in admin.create_topics([NewTopic(TOPIC, 1, 1)]).values():
@@ -267,7 +439,11 @@ def main() -> int:
             elapsed = time.perf_counter() - t0
             crashed = not b.alive()
             after = rss_kb(b.proc.pid) if not crashed else 0
-            read = read_back(b.bootstrap) if not crashed else -1
+            unended = abort_all(b.port, campaign.producers) if not crashed else -1
+            read, _ = read_back(b.bootstrap, campaign.accepted_records, committed=False) if not crashed else (-1, -1)
+            read_committed, last_committed = (read_back(b.bootstrap, campaign.accepted_records, committed=True)
+                                              if not crashed else (-1, -1))
+            committed_expected = committed_records(Path(d) / "data" / f"{TOPIC}-0") if not crashed else -1
             tracebacks = b.log_text().count("Traceback")
             if tracebacks:  # each with the log line before it, which says what the broker was doing
                 lines = b.log_text().splitlines()
@@ -285,6 +461,9 @@ def main() -> int:
         "crashes": int(crashed), "broker_tracebacks_logged": tracebacks, "totals": dict(totals),
         "by_kind": by_kind, "rss_kb_before": before, "rss_kb_peak": peak, "rss_kb_after": after,
         "accepted_records": campaign.accepted_records, "records_read_back_by_librdkafka": read,
+        "closing_aborts_refused": unended, "records_read_committed_by_librdkafka": read_committed,
+        "committed_records_in_the_log": committed_expected,
+        "last_offset_read_committed": last_committed,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(res, indent=2))

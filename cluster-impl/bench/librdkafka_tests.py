@@ -1,15 +1,18 @@
-"""librdkafka's own integration tests against our brokers: the group tests, one test number at a time.
+"""librdkafka's own integration tests against our brokers: the group or the transaction tests, one test
+number at a time.
 
 Why: librdkafka's `tests/` exercise a consumer group the way a real client does (rebalances, static
-members, commits during rebalances, close); passing them against one broker and against three is
-issue 17's acceptance criterion.
+members, commits during rebalances, close), and transactions (init, commit, abort, send offsets,
+read_committed consumers); passing them against one broker and against three is issue 17's and
+issue 27's acceptance criterion.
 
 What it does:
 - builds nothing: point --librdkafka at a tree where `make libs` and `make -C tests build` ran
   (`./configure --disable-ssl --disable-gssapi --disable-zstd --disable-curl`);
 - picks the tests (unless --tests names them): the broker tests (not `TEST_F_LOCAL`, not `*_mock`,
   not share consumers) whose source subscribes, commits, reads committed offsets or closes a group
-  consumer;
+  consumer (`--suite groups`, the default), or calls the transactional API (`--suite txn`:
+  `rd_kafka_init_transactions`, begin/commit/abort, send_offsets_to_transaction, C or C++);
 - starts one broker, or three with a local ZooKeeper (default RF 3, min.insync.replicas 1), as
   processes (`tests/brokerlib.py`) with `num.partitions=4` and `auto.create.topics.enable=true`, as
   librdkafka's own test clusters;
@@ -40,11 +43,13 @@ from brokerlib import BrokerProc  # noqa: E402
 from zklib import LocalZooKeeper  # noqa: E402
 
 GROUP_CALLS = re.compile(r"subscribe\s*\(|commit|consumer_close|committed")
+TXN_CALLS = re.compile(r"(init|begin|commit|abort)_transaction|send_offsets_to_transaction|"
+                       r"(Init|Begin|Commit|Abort)Transaction|SendOffsetsToTransaction")
 BROKER_OPTS = ["num.partitions=4", "auto.create.topics.enable=true"]
 
 
-def group_tests(tests_dir: Path) -> list[str]:
-    """Test numbers of the broker tests whose source uses a group consumer (see the module doc)."""
+def group_tests(tests_dir: Path, calls: re.Pattern[str] = GROUP_CALLS) -> list[str]:
+    """Test numbers of the broker tests whose source makes one of `calls` (see the module doc)."""
     src = (tests_dir / "test.c").read_text()
     broker: set[str] = set()
     for num, name, flags in re.findall(r"_TEST\(\s*(\d{4})_(\w+)\s*,\s*([^)]*)\)", src):
@@ -55,7 +60,7 @@ def group_tests(tests_dir: Path) -> list[str]:
     for num in sorted(broker):
         files = [*tests_dir.glob(f"{num}-*.c"), *tests_dir.glob(f"{num}-*.cpp")]
         text = "".join(f.read_text(errors="replace") for f in files)
-        if GROUP_CALLS.search(text):
+        if calls.search(text):
             picked.append(num)
     return picked
 
@@ -104,14 +109,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--librdkafka", type=Path, default=Path("/work/scratch/librdkafka"))
     ap.add_argument("--brokers", type=int, choices=(1, 3), default=1)
-    ap.add_argument("--tests", nargs="*", help="test numbers (default: the group tests)")
+    ap.add_argument("--suite", choices=("groups", "txn"), default="groups", help="which tests (default groups)")
+    ap.add_argument("--tests", nargs="*", help="test numbers (default: the suite's tests)")
     ap.add_argument("--skip", nargs="*", default=[], help="test numbers to leave out")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per test")
     ap.add_argument("--out", type=Path, default=Path("bench-results/librdkafka.json"))
     ap.add_argument("--logs", type=Path, help="keep each test's output here (<number>.log)")
     args = ap.parse_args()
     tests_dir = args.librdkafka / "tests"
-    wanted = [t for t in (args.tests or group_tests(tests_dir)) if t not in args.skip]
+    calls = TXN_CALLS if args.suite == "txn" else GROUP_CALLS
+    wanted = [t for t in (args.tests or group_tests(tests_dir, calls)) if t not in args.skip]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="lrk-") as tmp, ExitStack() as stack:

@@ -24,6 +24,27 @@ class Bug(StrEnum):
     #: Brokers obey LeaderAndIsr requests and fetches that carry stale leader or controller epochs:
     #: the zombie leader/controller of seed 003's discussion, section 3.
     STALE_EPOCH_ACCEPTED = "stale-epoch-accepted"
+    #: The last stable offset ignores open transactions (LSO = HW), so read_committed consumers read
+    #: records of transactions that are still open and may yet abort: the aborted reads (G1a) of
+    #: Jepsen's Redpanda 21.10.1 analysis (jepsen.io/analyses/redpanda-21.10.1, 2022).
+    LSO_IGNORES_OPEN_TXNS = "lso-ignores-open-txns"
+    #: WriteTxnMarkers is answered once the leader has written the marker, before its ISR has it (KIP-98's
+    #: design writes markers with acks=all): the coordinator completes the transaction, the leader dies,
+    #: the new leader never had the marker, and the transaction stays open there for good (a hanging
+    #: transaction, KIP-664's subject: the LSO stops and read_committed consumers stall) or a later
+    #: marker decides it differently.
+    MARKER_ACK_BEFORE_REPLICATION = "marker-ack-before-replication"
+    #: A partition leader lets any transactional produce open a transaction, without asking the
+    #: coordinator whether the partition is in the producer's transaction (Kafka before KIP-890): a
+    #: delayed write of a finished transaction joins the producer's next one, Jepsen's torn
+    #: transactions in Bufstream 0.1.0 (jepsen.io/analyses/bufstream-0.1.0, 2024).
+    NO_TXN_VERIFICATION = "no-txn-verification"
+    #: A transaction coordinator that takes over a partition of `__transaction_state` does not resume
+    #: the transactions it finds in PrepareCommit/PrepareAbort: their markers are never (all) written,
+    #: the transactions hang, the LSO of their partitions stops and read_committed consumers stall,
+    #: and the producer is told CONCURRENT_TRANSACTIONS for good (KAFKA-16352, "Transaction may get
+    #: stuck in PrepareCommit or PrepareAbort state", Kafka 3.7).
+    FORGET_PREPARED_TXNS = "forget-prepared-txns"
 
 
 def parse_bugs(names: Iterable[str]) -> frozenset[Bug]:

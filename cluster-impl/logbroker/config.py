@@ -45,6 +45,12 @@ DEFAULTS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "3000",
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",
+    "transaction.state.log.num.partitions": "50",
+    "transaction.kip890.enable": "true",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "transaction.max.timeout.ms": "900000",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "10000",
 }
 
 
@@ -88,6 +94,16 @@ class BrokerConfig:
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
+    # transactions (issue 27): where coordinators live, and KIP-890 (partition verification, epoch bump
+    # at every transaction end), read by the partition leaders and the transaction coordinators alike
+    transaction_state_log_num_partitions: int = 50
+    transaction_kip890_enable: bool = True
+    # the transaction coordinator (logbroker/txn/): its topic, the longest transaction a producer may
+    # ask for, and how often timed-out transactions are looked for (Kafka's names and defaults)
+    transaction_state_log_replication_factor: int = 3
+    transaction_state_log_min_isr: int = 2
+    transaction_max_timeout_ms: int = 900000
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
 
     @property
     def standalone(self) -> bool:
@@ -193,4 +209,11 @@ def from_mapping(v: Mapping[str, str], bugs: frozenset[Bug] = frozenset()) -> Br
         group_initial_rebalance_delay_ms=num("group.initial.rebalance.delay.ms"),
         group_min_session_timeout_ms=num("group.min.session.timeout.ms"),
         group_max_session_timeout_ms=num("group.max.session.timeout.ms"),
+        transaction_state_log_num_partitions=num("transaction.state.log.num.partitions"),
+        transaction_kip890_enable=flag("transaction.kip890.enable"),
+        transaction_state_log_replication_factor=num("transaction.state.log.replication.factor"),
+        transaction_state_log_min_isr=num("transaction.state.log.min.isr"),
+        transaction_max_timeout_ms=num("transaction.max.timeout.ms"),
+        transaction_abort_timed_out_transaction_cleanup_interval_ms=num(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
     )

@@ -5,8 +5,11 @@ One file per replica, `<topic>-<partition>.jsonl`. The first line is a summary,
 then one line per record, `{"offset", "epoch", "value", "key", "crc", "timestamp"}`, where `epoch`
 is the partition leader epoch of its batch, `crc` the batch's CRC-32C and `value`/`key` the UTF-8
 text of the bytes (or base64 with `"value_b64": true` when not UTF-8). Only offsets below `hw`
-are committed. It reads the files directly, so it works on a stopped broker's data directory; a
-torn tail is reported (`"torn_bytes"`) but not repaired. Internal topics (`__consumer_offsets`,
+are committed. Records of transactional batches carry `"producer_id"` and `"txn": true`; the
+transaction markers (control batches, which hold no data) are not record lines but listed in the
+summary as `"markers": [[offset, "commit" | "abort", producer_id], ...]`, so a reader can tell
+committed from aborted records. It reads the files directly, so it works on a stopped broker's data
+directory; a torn tail is reported (`"torn_bytes"`) but not repaired. Internal topics (`__consumer_offsets`,
 the group coordinator's JSON records) are left out unless `--internal` is given: a run's checks read
 every dumped file as the workload's data.
 """
@@ -25,8 +28,9 @@ from kafka.record.default_records import DefaultRecordBatch
 from logbroker.core.partition import TopicPartition
 from logbroker.log.batch import CorruptBatch, iter_batches
 from logbroker.log.checkpoint import read_int
+from logbroker.log.control import read_marker
 from logbroker.log.epoch_cache import LeaderEpochCache
-from logbroker.log.log import EPOCH_FILE, HW_FILE
+from logbroker.log.log import EPOCH_FILE, HW_FILE, START_FILE
 
 
 def _text(b: bytes | None, field: str) -> dict[str, Any]:
@@ -41,6 +45,7 @@ def _text(b: bytes | None, field: str) -> dict[str, Any]:
 def dump_partition(d: Path) -> list[dict[str, Any]]:
     tp = TopicPartition.parse(d.name)
     records: list[dict[str, Any]] = []
+    markers: list[list[Any]] = []
     torn = 0
     leo = 0
     log_start: int | None = None
@@ -52,19 +57,28 @@ def dump_partition(d: Path) -> list[dict[str, Any]]:
                 pos = pos_ + h.size
                 if log_start is None:
                     log_start = h.base_offset
-                for rec in DefaultRecordBatch(bytes(data[pos_ : pos_ + h.size])):
-                    records.append({"offset": rec.offset, "epoch": h.leader_epoch, **_text(rec.value, "value"),
-                                    **_text(rec.key, "key"), "crc": h.crc, "timestamp": rec.timestamp})
                 leo = h.next_offset
+                raw = bytes(data[pos_ : pos_ + h.size])
+                if h.is_control:
+                    m = read_marker(raw, h)
+                    markers.append([h.base_offset, "?" if m is None else "commit" if m.commit else "abort",
+                                    h.producer_id])
+                    continue
+                txn = {"producer_id": h.producer_id, "txn": True} if h.is_transactional else {}
+                for rec in DefaultRecordBatch(raw):
+                    records.append({"offset": rec.offset, "epoch": h.leader_epoch, **_text(rec.value, "value"),
+                                    **_text(rec.key, "key"), "crc": h.crc, "timestamp": rec.timestamp, **txn})
         except CorruptBatch:
             torn += len(data) - pos
             break
     summary: dict[str, Any] = {
         "topic": tp.topic, "partition": tp.partition, "hw": min(read_int(d / HW_FILE, 0), leo), "leo": leo,
-        "log_start_offset": log_start or 0,
+        "log_start_offset": max(log_start or 0, min(read_int(d / START_FILE, 0), leo)),
         "leader_epochs": [list(e) for e in
                           LeaderEpochCache(d / EPOCH_FILE if (d / EPOCH_FILE).exists() else None).entries],
     }
+    if markers:
+        summary["markers"] = markers
     if torn:
         summary["torn_bytes"] = torn
     return [summary, *records]

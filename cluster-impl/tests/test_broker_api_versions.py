@@ -56,6 +56,16 @@ def request_body(key: int, version: int) -> dict[str, Any]:
             {"name": "segment.bytes", "config_operation": 0, "value": str(1 << 20)}]}], "validate_only": False}
     if key == 22:
         return {"transactional_id": None, "transaction_timeout_ms": 60000, "producer_id": -1, "producer_epoch": -1}
+    if key == 23:
+        return {"replica_id": -1, "topics": [{"topic": TOPIC, "partitions": [
+            {"partition": 0, "current_leader_epoch": 0, "leader_epoch": 0}]}]}
+    if key == 27:  # a COMMIT marker of a producer of its own per version (no transaction open: nothing to close)
+        return {"markers": [{"producer_id": 900 + version, "producer_epoch": 0, "transaction_result": True,
+                             "topics": [{"name": TOPIC, "partition_indexes": [0]}], "coordinator_epoch": 0}]}
+    if key == 61:
+        return {"topics": [{"name": TOPIC, "partition_indexes": [0]}]}
+    if key == 21:  # after Produce, Fetch and ListOffsets ran (cases run in key order)
+        return {"topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "offset": 1}]}], "timeout_ms": 5000}
     if key == 37:  # each version grows GROW by one more partition (versions run in order)
         return {"topics": [{"name": GROW, "count": 2 + version, "assignments": None}], "timeout_ms": 5000,
                 "validate_only": False}
@@ -66,6 +76,10 @@ def request_body(key: int, version: int) -> dict[str, Any]:
                 "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "replicas": [1]}]}]}
     if key == 46:
         return {"timeout_ms": 5000, "topics": None}
+    if key in (24, 25, 26, 28, 65):  # the transaction APIs: fields from txn_setup
+        return {}
+    if key == 66:
+        return {"state_filters": [], "producer_id_filters": [], "duration_filter": -1}
     group = f"{APIS[key].name}-v{version}"  # the group APIs: each version has a group of its own
     if key == 8:  # a commit without a generation (a group with no members takes it)
         return {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": -1,
@@ -116,6 +130,46 @@ def group_setup(c: RawClient, key: int, version: int) -> dict[str, Any]:
             fields["assignments"] = [{"member_id": member, "assignment": b"mine"}]
         return fields
     return {}
+
+
+def txn_setup(c: RawClient, key: int, version: int) -> dict[str, Any]:
+    """A transactional id of this version's own, initialized (and with a transaction begun where the
+    request ends or extends one): the request's fields."""
+    tid = f"{APIS[key].name}-v{version}"
+    find = make_message(APIS[10].request, 1, {"key": tid, "key_type": 1})
+    assert c.request(find, APIS[10].response).error_code == 0
+    init = c.request(make_message(APIS[22].request, 1, {"transactional_id": tid, "transaction_timeout_ms": 60000}),
+                     APIS[22].response)
+    assert init.error_code == 0
+    pid, epoch = init.producer_id, init.producer_epoch
+    if key in (26, 28):  # a transaction with a partition (EndTxn) or the group's offsets (TxnOffsetCommit)
+        if key == 26:
+            begin = make_message(APIS[24].request, 0, {"v3_and_below_transactional_id": tid,
+                                                       "v3_and_below_producer_id": pid,
+                                                       "v3_and_below_producer_epoch": epoch,
+                                                       "v3_and_below_topics": [{"name": TOPIC, "partitions": [0]}]})
+            got = c.request(begin, APIS[24].response).results_by_topic_v3_and_below[0].results_by_partition[0]
+            assert got.partition_error_code == 0
+        else:
+            offsets = make_message(APIS[25].request, 0, {"transactional_id": tid, "producer_id": pid,
+                                                         "producer_epoch": epoch, "group_id": tid})
+            assert c.request(offsets, APIS[25].response).error_code == 0
+    if key == 24 and version >= 4:
+        return {"transactions": [{"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
+                                  "verify_only": True, "topics": [{"name": TOPIC, "partitions": [0]}]}]}
+    if key == 24:
+        return {"v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
+                "v3_and_below_producer_epoch": epoch, "v3_and_below_topics": [{"name": TOPIC, "partitions": [0]}]}
+    if key == 25:
+        return {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "group_id": tid}
+    if key == 26:
+        return {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "committed": True}
+    if key == 28:
+        return {"transactional_id": tid, "group_id": tid, "producer_id": pid, "producer_epoch": epoch,
+                "generation_id": -1, "member_id": "", "group_instance_id": None,
+                "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "committed_offset": 5,
+                                                           "committed_leader_epoch": -1, "committed_metadata": ""}]}]}
+    return {"transactional_ids": [tid]}  # DescribeTransactions
 
 
 def legacy_request(c: RawClient, key: int, version: int) -> Any:
@@ -193,6 +247,8 @@ def test_every_advertised_version_round_trips(vbroker: BrokerProc, key: int, ver
             extra = group_setup(c, key, version)
             if key in (12, 13, 14):
                 body |= extra
+            if key in (24, 25, 26, 28, 65):
+                body |= txn_setup(c, key, version)
             resp = c.request(make_message(api.request, version, body), api.response)
     finally:
         c.close()
@@ -214,6 +270,34 @@ def test_every_advertised_version_round_trips(vbroker: BrokerProc, key: int, ver
         assert resp.responses[0].error_code == 0 and resp.responses[0].name == f"doomed-v{version}"
     elif key == 22:
         assert resp.error_code == 0 and resp.producer_id >= 0
+    elif key == 23:  # the only epoch, 0, ends at the log end
+        part = resp.topics[0].partitions[0]
+        assert part.error_code == 0 and part.leader_epoch == 0 and part.end_offset >= 1
+    elif key == 27:
+        assert resp.markers[0].producer_id == 900 + version and resp.markers[0].topics[0].partitions[0].error_code == 0
+    elif key == 21:
+        (part,) = resp.topics[0].partitions
+        assert part.error_code == 0 and part.low_watermark == 1
+    elif key == 61:  # WriteTxnMarkers' producers (900 + version) are known to the partition by now
+        (part,) = resp.topics[0].partitions
+        assert part.error_code == 0 and {p.producer_id for p in part.active_producers} >= {900, 901, 902}
+    elif key == 24 and version >= 4:  # verify only: the partition is not in a transaction (nothing begun)
+        (part,) = resp.results_by_transaction[0].topic_results[0].results_by_partition
+        assert resp.error_code == 0 and part.partition_error_code == 120  # TRANSACTION_ABORTABLE
+    elif key == 24:
+        assert resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+    elif key in (25, 26):
+        assert resp.error_code == 0
+        if key == 26 and version >= 5:  # KIP-890 part 2: the epoch comes back bumped
+            assert resp.producer_epoch == 1 and resp.producer_id >= 0
+    elif key == 28:
+        assert resp.topics[0].partitions[0].error_code == 0
+    elif key == 65:
+        (st,) = resp.transaction_states
+        assert st.error_code == 0 and st.transaction_state == "Empty" and st.producer_epoch == 0
+    elif key == 66:
+        assert resp.error_code == 0 and {"DescribeTransactions-v0", "EndTxn-v5"} <= {
+            t.transactional_id for t in resp.transaction_states}
     elif key == 32:
         got = {c.name: c.value for c in resp.results[0].configs}
         assert resp.results[0].error_code == 0 and got["cleanup.policy"] == "delete"

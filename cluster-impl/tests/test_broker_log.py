@@ -77,3 +77,38 @@ def test_epoch_cache_answers_end_offsets(entries: list[tuple[int, int]]) -> None
         want = starts[i + 1][1] if i + 1 < len(starts) else offset
         assert cache.end_offset_for(e, offset) == (e, want)
     assert cache.end_offset_for(starts[0][0] - 1, offset) == (-1, -1)
+
+
+def test_recovery_reads_rolled_segments_by_their_index_and_rescans_one_that_does_not_fit(tmp_path: Path) -> None:
+    """A rolled segment was fsynced when rolled: recovery takes its index (no scan of its batches);
+    an index that does not describe its file sends it through the full scan, with the same result."""
+    from logbroker.log.segment import Segment
+
+    lg = _log(tmp_path, segment_bytes=200)
+    for i in range(20):
+        lg.append_as_leader(batch([b"%d" % i]), leader_epoch=0)
+    want = [(s.base_offset, s.bases, s.lasts, s.positions, s.size) for s in lg.segments]
+    assert len(want) > 3
+    lg.close()
+    scanned: list[int] = []
+    original = Segment.recover
+
+    def counting(self: Segment) -> int:
+        scanned.append(self.base_offset)
+        return original(self)
+
+    Segment.recover = counting  # type: ignore[method-assign]
+    try:
+        again = _log(tmp_path, segment_bytes=200)
+        assert [(s.base_offset, s.bases, s.lasts, s.positions, s.size) for s in again.segments] == want
+        assert scanned == [want[-1][0]], "only the active segment is scanned"
+        again.close()
+        index = sorted(tmp_path.glob("*.index"))[1]
+        index.write_bytes(index.read_bytes()[:-16])  # one entry short of its file
+        scanned.clear()
+        third = _log(tmp_path, segment_bytes=200)
+        assert [(s.base_offset, s.bases, s.lasts, s.positions, s.size) for s in third.segments] == want
+        assert scanned == [want[1][0], want[-1][0]]
+        assert _values(third) == [b"%d" % i for i in range(20)]
+    finally:
+        Segment.recover = original  # type: ignore[method-assign]

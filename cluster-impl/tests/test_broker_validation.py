@@ -107,7 +107,7 @@ BAD: dict[str, tuple[Callable[[], bytes], Err]] = {
     "delta-disagrees-with-count": (lambda: set_counts(batch([b"a", b"b"]), last_offset_delta=998),
                                    Err.CORRUPT_MESSAGE),
     "record-offset-deltas-skip": (lambda: records_with_deltas([0, 2]), Err.CORRUPT_MESSAGE),
-    "transactional": (lambda: set_attributes(batch([b"a"]), 0x10), Err.INVALID_TXN_STATE),
+    "transactional-without-producer-id": (lambda: set_attributes(batch([b"a"]), 0x10), Err.INVALID_RECORD),
     "control": (lambda: set_attributes(batch([b"a"]), 0x20), Err.INVALID_RECORD),
     "bad-crc": (lambda: flip(batch([b"abc"]), -4), Err.CORRUPT_MESSAGE),
     # a key length of -13 (zig-zag 0x19) where -1 means null: librdkafka stalls on it without an error

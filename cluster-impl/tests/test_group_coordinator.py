@@ -141,3 +141,76 @@ def test_offsets_of_a_topic_or_partition_that_does_not_exist_are_refused(tmp_pat
     assert [(t["name"], [(p["partition_index"], p["committed_offset"]) for p in t["partitions"]])
             for t in fetched["topics"]] == [("real", [(0, 7)])]
     core.close()
+
+
+def bump_epoch(core: BrokerCore, *, foreign: list[tuple[bytes, bytes]] | None = None) -> None:
+    """What the controller does to the group's partition when a follower dies (the ISR shrinks, the
+    leader epoch goes up, the leader stays: `ReplicaManager.become_leader`); with `foreign` records,
+    as if another broker led at the epoch in between and wrote them before this one led again."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    from logbroker.core.partition import TopicPartition
+    from logbroker.group.records import OFFSETS_TOPIC, partition_for
+
+    p = core.partitions[TopicPartition(OFFSETS_TOPIC, partition_for(G, 3))]
+    if foreign:
+        p.leader_epoch += 1
+        b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=0, producer_id=-1,
+                                      producer_epoch=-1, base_sequence=-1, batch_size=2**31 - 1)
+        for i, (k, v) in enumerate(foreign):
+            b.append(i, timestamp=0, key=k, value=v, headers=[])
+        p.log.append_as_leader(bytes(b.build()), p.leader_epoch)
+    p.leader_epoch += 1
+    p.log.epochs.assign(p.leader_epoch, p.leo)
+
+
+def test_a_new_leader_epoch_of_the_same_leader_keeps_pending_rebalances_and_commits(
+        tmp_path: Path, clock: ManualClock) -> None:
+    """When any follower of the group's partition dies, the controller shrinks its ISR with a new
+    leader epoch; the coordinator leads on. It keeps its groups as Kafka does: a member waiting for
+    its generation is not told NOT_COORDINATOR, and a commit waiting for the ISR is acknowledged."""
+    from logbroker.core.partition import TopicPartition
+    from logbroker.group.records import OFFSETS_TOPIC, partition_for
+
+    core = make_core(tmp_path, clock)
+    assert answer(call(core, 10, 2, {"key": G, "key_type": 0}))["error_code"] == 0  # type: ignore[index]
+    create_topic(core, "t", 1)
+    member = answer(join(core, ""))["member_id"]  # type: ignore[index]
+    waiting = join(core, member)
+    bump_epoch(core)
+    core.tick()
+    assert answer(waiting) is None, "the pending rebalance was thrown away"
+    clock.advance(3000)
+    core.tick()
+    joined = answer(waiting)
+    assert joined is not None and joined["error_code"] == 0 and joined["generation_id"] == 1
+    synced = answer(call(core, 14, 2, {"group_id": G, "generation_id": 1, "member_id": member,
+                                       "assignments": [{"member_id": member, "assignment": b"all"}]}))
+    assert synced is not None and synced["error_code"] == 0
+    p = core.partitions[TopicPartition(OFFSETS_TOPIC, partition_for(G, 3))]
+    p.isr = [1, 2]  # a follower that has not fetched yet holds the HW back
+    p.follower_leo[2] = p.hw
+    pending = call(core, 8, 6, {"group_id": G, "generation_id_or_member_epoch": 1, "member_id": member,
+                                "topics": [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 5,
+                                                                         "committed_leader_epoch": -1,
+                                                                         "committed_metadata": ""}]}]})
+    assert answer(pending) is None
+    bump_epoch(core)
+    p.follower_leo[2] = p.leo
+    p.maybe_advance_hw()
+    core.purgatory.check([p.tp])
+    got = answer(pending)
+    assert got is not None and got["topics"][0]["partitions"][0]["error_code"] == Err.NONE
+    core.close()
+
+
+def test_records_another_leader_wrote_in_between_are_read_again(tmp_path: Path, clock: ManualClock) -> None:
+    from logbroker.group.records import OffsetKey, OffsetValue, offset_record
+
+    core = make_core(tmp_path, clock)
+    assert answer(call(core, 10, 2, {"key": G, "key_type": 0}))["error_code"] == 0  # type: ignore[index]
+    create_topic(core, "t", 1)
+    assert commit(core, -1, "", "t", 0, 7) == Err.NONE
+    bump_epoch(core, foreign=[offset_record(OffsetKey(G, "t", 0), OffsetValue(9, -1, "", 0))])
+    fetched = answer(call(core, 9, 7, {"group_id": G, "topics": None, "require_stable": False}))
+    assert fetched is not None and fetched["topics"][0]["partitions"][0]["committed_offset"] == 9
+    core.close()

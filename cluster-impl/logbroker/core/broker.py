@@ -19,42 +19,50 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from logbroker.bugs import Bug
 from logbroker.config import BrokerConfig
 from logbroker.core import admin
 from logbroker.core.clock import Clock
+from logbroker.core.control_hook import ControlBatchListener, IgnoreControlBatches
+from logbroker.core.delete_records import delete_records
+from logbroker.core.describe_producers import describe_producers
 from logbroker.core.fetch_session import FetchContext, FetchSessionCache, SessionPartition
+from logbroker.core.leader_epoch_api import offset_for_leader_epoch
+from logbroker.core.leader_host import Answer, LeaderReplication
 from logbroker.core.metadata import BrokerEndpoint, MetadataCache, PartitionMeta
 from logbroker.core.partition import Partition, Role, TopicPartition
+from logbroker.core.produce import ProduceHandler
 from logbroker.core.producer_id import ProducerIdAllocator
 from logbroker.core.purgatory import Body, Deferred, Purgatory
 from logbroker.core.reply import TOPIC_RE, Reply
 from logbroker.core.topic_admin import AlterBody, TopicAdmin
 from logbroker.core.topic_config import TopicSettings, effective
+from logbroker.core.txn_markers import TxnMarkerWriter
+from logbroker.core.txn_verify import TxnVerifier
 from logbroker.group.coordinator import GroupCoordinator
 from logbroker.group.records import OFFSETS_TOPIC
+from logbroker.log.batch import iter_batches
 from logbroker.log.checkpoint import write_atomically
 from logbroker.log.log import Log, LogConfig
-from logbroker.log.validate import Refused, validate
 from logbroker.protocol.apis import APIS, api_versions_body
 from logbroker.protocol.errors import Err
+from logbroker.txn.coordinator import TxnCoordinator
 
 log = logging.getLogger(__name__)
 
 TOPIC_CONFIGS = "topic-configs.json"
 LATEST, EARLIEST = -1, -2
+READ_COMMITTED = 1  # isolation_level of Fetch v4+ and ListOffsets v2+
 
 
-class Replication(Protocol):
-    """What the core asks of the replication layer (standalone: trivial answers)."""
+class Replication(LeaderReplication, Protocol):
+    """What the core asks of the replication layer (standalone: trivial answers); the leader's append
+    calls are `LeaderReplication`'s."""
 
     def on_follower_fetch(self, p: Partition, replica_id: int, fetch_offset: int) -> None: ...
 
-    def on_leader_append(self, p: Partition) -> None: ...
-
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str],
                      assignment: dict[int, list[int]] | None = None) -> Err: ...
-
-    def accepts_produce(self, p: Partition) -> Err: ...
 
     # topic admin (request reading and validation: core/topic_admin.py)
     def delete_topics(self, version: int, names: list[str], timeout_ms: int) -> Reply: ...
@@ -84,9 +92,17 @@ class BrokerCore:
                                                                  config.advertised_port)
         self.replication: Replication = Standalone(self)
         self.topic_admin = TopicAdmin(self)
+        #: told of every marker the leader wrote and replicated (the group coordinator's pending
+        #: transactional offsets hang on them; core/control_hook.py)
+        self.control_listener: ControlBatchListener = IgnoreControlBatches()
+        self.txn_verifier = TxnVerifier(self)
+        self.produce_handler = ProduceHandler(self, self.txn_verifier, verify=config.transaction_kip890_enable
+                                              and Bug.NO_TXN_VERIFICATION not in config.bugs)
+        self.txn_markers = TxnMarkerWriter(self,
+                                           ack_before_replication=Bug.MARKER_ACK_BEFORE_REPLICATION in config.bugs)
         self._settings: dict[str, TopicSettings] = {}
         self.handlers: dict[int, Callable[[int, Any], Reply]] = {
-            0: self.produce,
+            0: self.produce_handler.produce,
             1: self.fetch,
             2: self.list_offsets,
             3: self.metadata_request,
@@ -96,7 +112,10 @@ class BrokerCore:
             32: self.topic_admin.describe_configs,
             33: lambda v, r: self.topic_admin.alter_configs(v, r, incremental=False),
             44: lambda v, r: self.topic_admin.alter_configs(v, r, incremental=True),
-            22: self.init_producer_id,
+            23: lambda v, r: offset_for_leader_epoch(self.partitions, v, r),
+            27: self.txn_markers.write_txn_markers,
+            61: lambda v, r: describe_producers(self, v, r),
+            21: lambda v, r: delete_records(self, v, r),
             37: lambda v, r: self.replication.create_partitions(v, r),
             43: lambda v, r: self.replication.elect_leaders(v, r),
             45: lambda v, r: self.replication.alter_partition_reassignments(v, r),
@@ -105,6 +124,10 @@ class BrokerCore:
         self.client_host = ""  # of the request being handled (`handle`)
         self.groups = GroupCoordinator(self)
         self.handlers.update(self.groups.handlers())
+        self.control_listener = self.groups  # markers on __consumer_offsets end transactional offset commits
+        self.txn = TxnCoordinator(self)  # InitProducerId (22), 24-26, 65, 66; FindCoordinator key type 1
+        self.handlers.update(self.txn.handlers())
+        self.groups.finders[1] = self.txn.coordinator_for
 
     # --- partitions ----------------------------------------------------------------------------
     def load_partitions(self) -> None:
@@ -118,9 +141,8 @@ class BrokerCore:
         p = self.partitions.get(tp)
         if p is None:
             lg = Log(self.config.log_dirs / str(tp), self._log_config(tp.topic), self.clock.monotonic_ms)
-            p = Partition(tp, lg, self.config.broker_id)
-            p.producers.rebuild(lg.recovered_headers)
-            lg.recovered_headers = []
+            p = Partition(tp, lg, self.config.broker_id, lso_is_hw=Bug.LSO_IGNORES_OPEN_TXNS in self.config.bugs)
+            p.load_producer_state()
             p.hw = lg.read_hw_checkpoint()
             self.partitions[tp] = p
         return p
@@ -134,6 +156,8 @@ class BrokerCore:
             return False
         p.role = Role.NONE
         self.purgatory.check()
+        if not delete:
+            p.snapshot()
         p.log.flush()
         p.log.write_hw_checkpoint(p.hw)
         p.log.close()
@@ -151,6 +175,7 @@ class BrokerCore:
     def close(self) -> None:
         self.checkpoint()
         for p in self.partitions.values():
+            p.snapshot()
             p.log.close()
 
     def tick(self) -> None:
@@ -159,6 +184,7 @@ class BrokerCore:
             if p.log.config.flush_ms < 2**61:  # a time-based flush policy is set (never, by default)
                 p.log.maybe_flush()
         self.groups.tick()
+        self.txn.tick()
         self.purgatory.expire(now)
 
     # --- dispatch ------------------------------------------------------------------------------
@@ -250,100 +276,20 @@ class BrokerCore:
         p.leader_epoch = max(p.leader_epoch, p.log.epochs.latest_epoch, 0)
         p.hw = p.leo
 
-    # --- Produce -------------------------------------------------------------------------------
-    def produce(self, version: int, req: Any) -> Reply:
-        results: dict[str, list[dict[str, Any]]] = {}
-        waits: list[tuple[Partition, int]] = []  # (partition, offset HW must reach)
-        acks = req.acks
-        if acks not in (-1, 0, 1):
-            for t in req.topic_data:
-                results[t.name] = [self._produce_result(pd.index, Err.INVALID_REQUEST) for pd in t.partition_data]
-            return Reply(version, self._produce_body(results))
-        for t in req.topic_data:
-            out = results.setdefault(t.name, [])
-            for pd in t.partition_data:
-                p = self.partitions.get(TopicPartition(t.name, pd.index))
-                res, wait = self._produce_partition(p, pd.index, pd.records, acks)
-                out.append(res)
-                if wait is not None and p is not None:
-                    waits.append((p, wait))
-        if acks == 0:
-            return Reply(version, None)
-        early = getattr(self.replication, "produce_complete_early", None)
-        if acks == 1 or not waits or (early is not None and early()):
-            return Reply(version, self._produce_body(results))
-        deadline = self.clock.monotonic_ms() + max(0, req.timeout_ms)
-
-        def ready() -> bool:
-            return all(p.hw >= off or not p.is_leader() for p, off in waits)
-
-        def complete(timed_out: bool) -> Body:
-            for p, off in waits:
-                for r in results[p.tp.topic]:
-                    if r["index"] == p.tp.partition and r["error_code"] == 0:
-                        if not p.is_leader():
-                            r["error_code"] = int(Err.NOT_LEADER_OR_FOLLOWER)
-                        elif p.hw < off:
-                            r["error_code"] = int(Err.REQUEST_TIMED_OUT)
-            return self._produce_body(results)
-
-        keys = frozenset(p.tp for p, _ in waits)
-        return Reply(version, deferred=self.purgatory.add(Deferred(ready, complete, deadline, version, keys)))
-
-    def _produce_partition(self, p: Partition | None, index: int, records: bytes | None,
-                           acks: int) -> tuple[dict[str, Any], int | None]:
-        if p is None:
-            return self._produce_result(index, Err.UNKNOWN_TOPIC_OR_PARTITION), None
-        if not p.is_leader():
-            return self._produce_result(index, Err.NOT_LEADER_OR_FOLLOWER), None
-        if not records:
-            return self._produce_result(index, Err.CORRUPT_MESSAGE), None
-        if len(records) > self.topic_settings(p.tp.topic).max_message_bytes:
-            return self._produce_result(index, Err.MESSAGE_TOO_LARGE), None
-        try:
-            headers = validate(records)
-        except Refused as e:
-            log.warning("%s: refusing produce: %s", p.tp, e)
-            return self._produce_result(index, e.error, message=e.message), None
-        if acks == -1:
-            err = self.replication.accepts_produce(p)
-            if err != Err.NONE:
-                return self._produce_result(index, err), None
-        if len(headers) == 1:
-            check = p.producers.check(headers[0])
-            if check.error != Err.NONE:
-                return self._produce_result(index, check.error), None
-            if check.duplicate_of is not None:
-                base, last = check.duplicate_of
-                return self._produce_result(index, Err.NONE, base, p.log.log_start_offset), (last + 1)
-        elif any(h.producer_id >= 0 for h in headers):
-            return self._produce_result(index, Err.INVALID_REQUEST), None
-        info = p.log.append_as_leader(records, p.leader_epoch)
-        for h in info.headers:
-            p.producers.update(h)
-        self.replication.on_leader_append(p)
-        self.purgatory.check([p.tp])
-        return self._produce_result(index, Err.NONE, info.base_offset, p.log.log_start_offset), info.last_offset + 1
-
-    @staticmethod
-    def _produce_result(index: int, err: Err, base: int = -1, log_start: int = -1,
-                        message: str | None = None) -> dict[str, Any]:
-        return {"index": index, "error_code": int(err), "base_offset": base, "log_append_time_ms": -1,
-                "log_start_offset": log_start, "record_errors": [], "error_message": message}
-
-    @staticmethod
-    def _produce_body(results: dict[str, list[dict[str, Any]]]) -> Body:
-        return {"responses": [{"name": n, "partition_responses": r} for n, r in results.items()],
-                "throttle_time_ms": 0}
-
     # --- Fetch ---------------------------------------------------------------------------------
     def fetch(self, version: int, req: Any) -> Reply:
         """A consumer's or a follower's fetch, possibly within a fetch session (core/fetch_session.py).
 
         A follower's fetch positions are taken as its log end offsets when the request arrives (they
         move HW and the ISR). The request waits in the purgatory until some partition has records or
-        an error for it, or max_wait_ms passes."""
+        an error for it, or max_wait_ms passes.
+
+        A consumer reads up to the HW, or with isolation_level 1 (read_committed, Fetch v4+) up to the
+        LSO, and then learns the aborted transactions of what it got (it drops their records itself).
+        A marker can move the LSO without moving the HW: the purgatory is checked on every marker
+        append and HW move, and a read_committed waiter's readiness is measured against the LSO."""
         replica_id = req.replica_id if req.replica_id is not None else -1
+        committed = version >= 4 and replica_id < 0 and req.isolation_level == READ_COMMITTED
         wanted = {(t.topic, fp.partition): SessionPartition(
             fp.fetch_offset, fp.partition_max_bytes, getattr(fp, "current_leader_epoch", -1)
             if getattr(fp, "current_leader_epoch", None) is not None else -1)
@@ -362,12 +308,13 @@ class BrokerCore:
         max_bytes = req.max_bytes if version >= 3 and req.max_bytes > 0 else 2**31 - 1
 
         def complete(timed_out: bool) -> Body:
-            return self._fetch_response(ctx, replica_id, max_bytes)
+            return self._fetch_response(ctx, replica_id, max_bytes, committed)
 
         def ready() -> bool:
-            return any(self._fetch_wakes(key, sp, replica_id) for key, sp in ctx.partitions.items())
+            return any(self._fetchable(key, sp, replica_id, committed) != 0 for key, sp in ctx.partitions.items())
 
-        if req.max_wait_ms <= 0 or not ctx.partitions or self._fetch_ready_now(ctx, replica_id, req.min_bytes):
+        if req.max_wait_ms <= 0 or not ctx.partitions or self._fetch_ready_now(ctx, replica_id, req.min_bytes,
+                                                                                 committed):
             return Reply(version, complete(False))
         deadline = self.clock.monotonic_ms() + req.max_wait_ms
         keys = frozenset(TopicPartition(*k) for k in ctx.partitions)
@@ -385,61 +332,66 @@ class BrokerCore:
             return Err.FENCED_LEADER_EPOCH if current_leader_epoch < p.leader_epoch else Err.UNKNOWN_LEADER_EPOCH
         return None
 
-    def _fetch_ready_now(self, ctx: FetchContext, replica_id: int, min_bytes: int) -> bool:
+    def _fetch_ready_now(self, ctx: FetchContext, replica_id: int, min_bytes: int, committed: bool) -> bool:
         total = 0
         for key, sp in ctx.partitions.items():
-            n = self._fetchable(key, sp, replica_id)
+            n = self._fetchable(key, sp, replica_id, committed)
             if n < 0:
                 return True  # an error to report
             total += n
         return total >= max(1, min_bytes)
 
-    def _fetch_wakes(self, key: tuple[str, int], sp: SessionPartition, replica_id: int) -> bool:
-        return self._fetchable(key, sp, replica_id) != 0
-
-    def _fetchable(self, key: tuple[str, int], sp: SessionPartition, replica_id: int) -> int:
+    def _fetchable(self, key: tuple[str, int], sp: SessionPartition, replica_id: int, committed: bool) -> int:
         """Offsets readable beyond the fetch position (a cheap stand-in for bytes); -1 for an error."""
         p = self.partitions.get(TopicPartition(*key))
         if p is None or not p.is_leader() or self._epoch_error(p, sp.current_leader_epoch) is not None:
             return -1
-        if sp.fetch_offset < p.log.log_start_offset or sp.fetch_offset > p.leo:
+        if sp.fetch_offset < self._lower_bound(p, replica_id) or sp.fetch_offset > p.leo:
             return -1
-        return max(0, self._upper_bound(p, replica_id) - sp.fetch_offset)
+        return max(0, self._upper_bound(p, replica_id, committed) - sp.fetch_offset)
 
-    def _fetch_response(self, ctx: FetchContext, replica_id: int, max_bytes: int) -> Body:
+    def _fetch_response(self, ctx: FetchContext, replica_id: int, max_bytes: int, committed: bool = False) -> Body:
         responses: dict[str, list[dict[str, Any]]] = {}
         budget = max_bytes
         served = []
         for (topic, index), sp in ctx.partitions.items():
-            if not ctx.full and self._quiet(topic, index, sp, replica_id):
+            if not ctx.full and self._quiet(topic, index, sp, replica_id, committed):
                 continue
-            d = self._fetch_partition(topic, index, sp, replica_id, budget, first=budget == max_bytes)
+            d = self._fetch_partition(topic, index, sp, replica_id, budget, committed, first=budget == max_bytes)
             n = len(d["records"])
             if n:
                 budget -= n
                 served.append((topic, index))
             elif not ctx.full and d["error_code"] == 0 and d["high_watermark"] == sp.sent_hw \
-                    and d["log_start_offset"] == sp.sent_log_start:
+                    and d["log_start_offset"] == sp.sent_log_start and d["last_stable_offset"] == sp.sent_lso:
                 continue  # incremental: nothing new to say about this partition
-            sp.sent_hw, sp.sent_log_start = d["high_watermark"], d["log_start_offset"]
+            sp.sent_hw, sp.sent_log_start, sp.sent_lso = d["high_watermark"], d["log_start_offset"], \
+                d["last_stable_offset"]
             responses.setdefault(topic, []).append(d)
         ctx.rotate(served)
         return {"throttle_time_ms": 0, "error_code": 0, "session_id": ctx.response_session_id,
                 "responses": [{"topic": t, "partitions": ps} for t, ps in responses.items()]}
 
-    def _quiet(self, topic: str, index: int, sp: SessionPartition, replica_id: int) -> bool:
+    def _quiet(self, topic: str, index: int, sp: SessionPartition, replica_id: int, committed: bool) -> bool:
         """Nothing to say about this partition in an incremental response (the common case, checked
         without building its response)."""
         p = self.partitions.get(TopicPartition(topic, index))
         return (p is not None and p.is_leader() and p.hw == sp.sent_hw and p.log.log_start_offset == sp.sent_log_start
-                and self._epoch_error(p, sp.current_leader_epoch) is None
-                and sp.fetch_offset == self._upper_bound(p, replica_id))
+                and p.lso == sp.sent_lso and self._epoch_error(p, sp.current_leader_epoch) is None
+                and sp.fetch_offset == self._upper_bound(p, replica_id, committed))
 
-    def _upper_bound(self, p: Partition, replica_id: int) -> int:
-        return p.leo if replica_id >= 0 else p.hw
+    @staticmethod
+    def _lower_bound(p: Partition, replica_id: int) -> int:
+        """Consumers read from the log start; a follower may still copy what DeleteRecords removed
+        logically (a replica behind it must catch up through those bytes)."""
+        return p.log.first_offset if replica_id >= 0 else p.log.log_start_offset
+
+    @staticmethod
+    def _upper_bound(p: Partition, replica_id: int, committed: bool) -> int:
+        return p.leo if replica_id >= 0 else p.lso if committed else p.hw
 
     def _fetch_partition(self, topic: str, index: int, sp: SessionPartition, replica_id: int, budget: int,
-                         *, first: bool) -> dict[str, Any]:
+                         committed: bool, *, first: bool) -> dict[str, Any]:
         p = self.partitions.get(TopicPartition(topic, index))
         base = {"partition_index": index, "high_watermark": -1, "last_stable_offset": -1,
                 "log_start_offset": -1, "aborted_transactions": None, "preferred_read_replica": -1,
@@ -451,9 +403,11 @@ class BrokerCore:
         epoch_err = self._epoch_error(p, sp.current_leader_epoch)
         if epoch_err is not None:
             return {**base, "error_code": int(epoch_err)}
-        ub = self._upper_bound(p, replica_id)
-        hdr = {**base, "high_watermark": p.hw, "last_stable_offset": p.hw, "log_start_offset": p.log.log_start_offset}
-        if sp.fetch_offset < p.log.log_start_offset or sp.fetch_offset > p.leo:
+        ub = self._upper_bound(p, replica_id, committed)
+        hdr: dict[str, Any] = {**base, "high_watermark": p.hw, "last_stable_offset": p.lso,
+                               "log_start_offset": p.log.log_start_offset,
+                               "aborted_transactions": [] if committed else None}
+        if sp.fetch_offset < self._lower_bound(p, replica_id) or sp.fetch_offset > p.leo:
             return {**hdr, "error_code": int(Err.OFFSET_OUT_OF_RANGE)}
         if sp.fetch_offset >= ub or (budget <= 0 and not first):
             # consumers: an offset between HW and LEO is valid but has nothing committed yet (003 §7)
@@ -463,10 +417,17 @@ class BrokerCore:
         # budget, so the response stays within fetch.max.bytes (librdkafka drops a response larger than
         # its receive.message.max.bytes and asks again, forever: its test 0082 hung on one broker)
         data = p.log.read(sp.fetch_offset, max(min(sp.max_bytes, budget), 1), ub, min_one=first)
+        if committed and data and p.log.aborted.entries:
+            end = sp.fetch_offset
+            for _, h in iter_batches(data, verify_crc=False):
+                end = h.next_offset
+            hdr["aborted_transactions"] = [{"producer_id": a.producer_id, "first_offset": a.first_offset}
+                                           for a in p.log.aborted.collect(sp.fetch_offset, end)]
         return {**hdr, "error_code": 0, "records": data}
 
     # --- ListOffsets ---------------------------------------------------------------------------
     def list_offsets(self, version: int, req: Any) -> Reply:
+        committed = version >= 2 and req.isolation_level == READ_COMMITTED and req.replica_id < 0
         topics = []
         for t in req.topics:
             parts = []
@@ -480,38 +441,34 @@ class BrokerCore:
                 else:
                     r["error_code"] = 0
                     r["leader_epoch"] = p.leader_epoch
+                    bound = p.leo if req.replica_id >= 0 else p.lso if committed else p.hw
                     if lp.timestamp == LATEST:
-                        r["offset"] = p.hw if req.replica_id < 0 else p.leo
+                        r["offset"] = bound
                     elif lp.timestamp == EARLIEST:
                         r["offset"] = p.log.log_start_offset
                     else:
-                        r["offset"], r["timestamp"] = self._offset_for_time(p, lp.timestamp)
+                        r["offset"], r["timestamp"] = self._offset_for_time(p, lp.timestamp, min(bound, p.hw))
                 parts.append(r)
             topics.append({"name": t.name, "partitions": parts})
         return Reply(version, {"throttle_time_ms": 0, "topics": topics})
 
     @staticmethod
-    def _offset_for_time(p: Partition, ts: int) -> tuple[int, int]:
-        """First committed record with timestamp >= ts (decodes only the one candidate batch)."""
+    def _offset_for_time(p: Partition, ts: int, bound: int) -> tuple[int, int]:
+        """First record below `bound` (HW, or LSO for read_committed) with timestamp >= ts (decodes only
+        the one candidate batch; markers are not records a client can be pointed at)."""
         from kafka.record.default_records import DefaultRecordBatch
 
-        for h, raw in p.log.batches():
-            if h.base_offset >= p.hw:
+        start = p.log.log_start_offset
+        for h, raw in p.log.batches_from(p.log.first_offset):
+            if h.base_offset >= bound:
                 break
-            if h.max_timestamp >= ts:
+            if h.max_timestamp >= ts and not h.is_control and h.last_offset >= start:
                 for rec in DefaultRecordBatch(bytes(raw)):
-                    if rec.timestamp >= ts and rec.offset < p.hw:
+                    if rec.timestamp >= ts and start <= rec.offset < bound:
                         return rec.offset, rec.timestamp
         return -1, -1
 
     # --- InitProducerId ------------------------------------------------------------------------
-    def init_producer_id(self, version: int, req: Any) -> Reply:
-        if req.transactional_id is not None:
-            return Reply(version, {"throttle_time_ms": 0, "error_code": int(Err.INVALID_REQUEST),
-                                   "producer_id": -1, "producer_epoch": -1})
-        pid = self.producer_ids.next()
-        return Reply(version, {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0})
-
 
 class Standalone:
     """Replication for a single broker without ZooKeeper: it leads everything, ISR = {self}."""
@@ -560,6 +517,10 @@ class Standalone:
         if len(p.isr) < self.core.topic_settings(p.tp.topic).min_insync_replicas:
             return Err.NOT_ENOUGH_REPLICAS
         return Err.NONE
+
+    def ask_broker(self, broker_id: int, request_cls: Any, response_cls: Any, version: int, body: dict[str, Any],
+                   answer: Answer) -> None:
+        answer(None)  # there is no other broker
 
     def delete_topics(self, version: int, names: list[str], timeout_ms: int) -> Reply:
         results: dict[str, tuple[Err, str | None]] = {}

@@ -42,6 +42,7 @@ class SessionPartition:
     current_leader_epoch: int = -1
     sent_hw: int = -2  # -2: never sent, so the first response always carries it
     sent_log_start: int = -2
+    sent_lso: int = -2
 
 
 @dataclass

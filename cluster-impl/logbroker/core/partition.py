@@ -3,17 +3,31 @@
 The replication seam (cluster-impl II) lives here: a leader tracks follower LEOs and sets
 HW = min LEO over the ISR; a follower takes the leader's HW. In standalone mode this broker is the
 only replica, ISR = {self}, so HW follows LEO at once.
+
+Every append and truncation goes through this object, not the log alone, so the producer state
+(idempotence, open transactions), the aborted-transaction index and the producer snapshots always
+describe exactly the log: on the leader, on a follower, after a restart and after a truncation.
+The last stable offset (LSO), what read_committed consumers may read up to, is the HW or the first
+offset of a transaction that is still open (or whose marker is not yet below the HW), whichever is
+lower.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from logbroker.core.names import Role, TopicPartition
-from logbroker.core.producer_state import ProducerStateTable
-from logbroker.log.log import Log
+from logbroker.core.producer_state import CompletedTxn, ProducerStateTable
+from logbroker.log import snapshots
+from logbroker.log.batch import BatchHeader
+from logbroker.log.control import read_marker
+from logbroker.log.log import AppendInfo, Log
+from logbroker.log.txn_index import AbortedTxn
 
 __all__ = ["Partition", "Role", "TopicPartition"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -31,10 +45,76 @@ class Partition:
     follower_caught_up_ms: dict[int, int] = field(default_factory=dict)
     follower_last_fetch: dict[int, tuple[int, int]] = field(default_factory=dict)  # (leader LEO, time) then
     producers: ProducerStateTable = field(default_factory=ProducerStateTable)
+    #: bug switch `lso-ignores-open-txns` (logbroker/bugs.py): the LSO is the HW
+    lso_is_hw: bool = False
 
     @property
     def leo(self) -> int:
         return self.log.leo
+
+    @property
+    def lso(self) -> int:
+        """Last stable offset: read_committed fetches see the log below it (never below the log start:
+        DeleteRecords may remove the beginning of a transaction, as in Kafka)."""
+        if self.lso_is_hw:
+            return self.hw
+        first = self.producers.first_unstable(self.hw)
+        return self.hw if first is None or first > self.hw else max(first, self.log.log_start_offset)
+
+    # --- appends, truncation, producer state ---------------------------------------------------------
+    def append_as_leader(self, records: bytes) -> AppendInfo:
+        """Append (offsets and our leader epoch stamped) and fold the batches into the producer state."""
+        info = self.log.append_as_leader(records, self.leader_epoch)
+        self._applied(info)
+        return info
+
+    def append_as_follower(self, records: bytes) -> AppendInfo | None:
+        info = self.log.append_as_follower(records)
+        if info is not None:
+            self._applied(info)
+        return info
+
+    def truncate_to(self, offset: int) -> None:
+        """Follower truncation: cut the log, then rebuild the producer state for what is left (an
+        open transaction whose marker was cut is open again)."""
+        if offset < self.leo:
+            self.log.truncate_to(offset)
+            self.load_producer_state()
+
+    def load_producer_state(self) -> None:
+        """The latest snapshot at or below the log end, then a replay of the batches after it."""
+        got = snapshots.latest(self.log.dir, self.leo)
+        start = self.log.first_offset
+        self.producers = ProducerStateTable()
+        if got is not None:
+            try:
+                self.producers = ProducerStateTable.from_snapshot(got[1])
+                start = got[0]
+            except (ValueError, KeyError, TypeError) as e:
+                log.warning("%s: producer snapshot at %d unusable (%s); replaying the whole log", self.tp, got[0], e)
+        for h, raw in self.log.batches_from(start):
+            self._apply(h, raw if h.is_control else None)
+
+    def snapshot(self) -> None:
+        """Save the producer state at the log end (the aborted-transaction index is flushed first, so
+        the entries it holds below the snapshot are durable when the snapshot is)."""
+        self.log.aborted.flush()
+        snapshots.write(self.log.dir, self.leo, self.producers.to_snapshot())
+
+    def _applied(self, info: AppendInfo) -> None:
+        controls = iter(info.controls)
+        for h in info.headers:
+            self._apply(h, next(controls) if h.is_control else None)
+        if self.log.rolled:
+            self.log.rolled = False
+            self.snapshot()
+
+    def _apply(self, h: BatchHeader, raw: bytes | None) -> CompletedTxn | None:
+        done = self.producers.apply(h, read_marker(raw, h) if raw is not None else None)
+        if done is not None and done.aborted:
+            self.log.aborted.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset,
+                                               self.producers.lso_after(done)))
+        return done
 
     def is_leader(self) -> bool:
         return self.role is Role.LEADER

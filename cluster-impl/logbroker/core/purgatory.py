@@ -67,10 +67,15 @@ class Purgatory:
             ds = self.by_key.get(k)
             if not ds:
                 continue
-            for d in ds:
+            for d in list(ds):
                 if not d.done and d.ready():
                     d.finish(False)
-            live = [d for d in ds if not d.done]
+            # a completion may itself have added or checked waiters of this key (a coordinator's write
+            # answered, whose follow-up write waits on the same partition): filter what is there now
+            cur = self.by_key.get(k)
+            if cur is None:
+                continue
+            live = [d for d in cur if not d.done]
             if live:
                 self.by_key[k] = live
             else:

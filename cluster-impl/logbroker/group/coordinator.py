@@ -2,9 +2,11 @@
 
 This broker coordinates the groups whose partition of `__consumer_offsets` it leads. Ownership is
 checked on every request and every tick against the partition's role and leader epoch (no hook in
-the replica manager is needed): a partition led at an epoch not loaded yet is read from the start
-of its log, the last record of each key winning; a partition no longer led here is unloaded, and
-whatever waited on its groups is answered NOT_COORDINATOR, so clients look the coordinator up again.
+the replica manager is needed; the rules, shared with the transaction coordinator, are in
+`core/coordinator_partitions.py`): a partition newly led here is read from the start of its log,
+the last record of each key winning; one still led here at a new epoch keeps its groups unless
+another leader wrote in between; a partition no longer led here is unloaded, and whatever waited
+on its groups is answered NOT_COORDINATOR, so clients look the coordinator up again.
 
 Writes (offset commits, a generation's group record) are appended as leader and answered when the
 partition's HW covers them, through the broker's purgatory like an acks=all produce; the offset
@@ -24,8 +26,16 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from kafka.record.default_records import DefaultRecordBatch
 
+from logbroker.core.coordinator_partitions import (
+    NO_NODE,
+    Found,
+    Loaded,
+    append_and_wait,
+    coordinator_node,
+    follow,
+)
 from logbroker.core.partition import Partition, TopicPartition
 from logbroker.core.purgatory import Body, Deferred
 from logbroker.core.reply import Reply
@@ -33,6 +43,7 @@ from logbroker.group import records
 from logbroker.group.host import GroupHost
 from logbroker.group.records import OFFSETS_TOPIC, GroupKey, OffsetKey, OffsetValue
 from logbroker.group.state import Group, JoinArgs, Waiter
+from logbroker.log.control import read_marker
 from logbroker.protocol.errors import Err
 
 log = logging.getLogger(__name__)
@@ -54,13 +65,18 @@ class GroupCoordinator:
         self.cfg = core.config
         self.groups: dict[str, Group] = {}
         self.offsets: dict[str, dict[tuple[str, int], Committed]] = {}
-        self.loaded: dict[int, int] = {}  # partition of __consumer_offsets → leader epoch loaded at
+        self.loaded: dict[int, Loaded] = {}  # partition of __consumer_offsets → its load
+        # transactional offset commits waiting for their transaction's marker: producer id → group →
+        # (topic, partition) → the offset (TxnOffsetCommit, KIP-98; TXN-CONTRACT item 2)
+        self.txn_offsets: dict[int, dict[str, dict[tuple[str, int], Committed]]] = {}
         self._seq = 0
+        # FindCoordinator by key type: 0 groups here; the core adds 1, transactions (logbroker/txn/)
+        self.finders: dict[int, Callable[[str], Found]] = {0: self._group_coordinator}
 
     def handlers(self) -> dict[int, Callable[[int, Any], Reply]]:
         return {8: self.offset_commit, 9: self.offset_fetch, 10: self.find_coordinator, 11: self.join_group,
                 12: self.heartbeat, 13: self.leave_group, 14: self.sync_group, 15: self.describe_groups,
-                16: self.list_groups}
+                16: self.list_groups, 28: self.txn_offset_commit}
 
     def _now(self) -> int:
         return self.core.clock.monotonic_ms()
@@ -74,16 +90,8 @@ class GroupCoordinator:
 
     def _owned(self, pidx: int) -> Partition | None:
         """The partition if this broker leads it, loaded; unloads it if it does not any more."""
-        p = self.core.partitions.get(TopicPartition(OFFSETS_TOPIC, pidx))
-        if p is None or not p.is_leader():
-            if pidx in self.loaded:
-                self._unload(pidx)
-            return None
-        if self.loaded.get(pidx) != p.leader_epoch:
-            if pidx in self.loaded:
-                self._unload(pidx)
-            self._load(p)
-        return p
+        return follow(self.core.partitions.get(TopicPartition(OFFSETS_TOPIC, pidx)), self.loaded, pidx, self._unload,
+                      self._load)
 
     def _coordinator_error(self, group: str) -> Err:
         if not group:
@@ -91,23 +99,32 @@ class GroupCoordinator:
         return Err.NONE if self._owned(self._partition_of(group)) is not None else Err.NOT_COORDINATOR
 
     def _load(self, p: Partition) -> None:
+        """Replay the partition: the last record of each key wins; a transactional offset commit waits
+        for its producer's marker further on (COMMIT applies it, ABORT drops it; none: still pending)."""
         snaps: dict[str, dict[str, Any]] = {}
         n = 0
-        for _, raw in p.log.batches():
+        for h, raw in p.log.batches():
+            if h.is_control:
+                marker = read_marker(raw, h)
+                if marker is not None:
+                    self._txn_ended(h.producer_id, marker.commit, {p.tp.partition})
+                continue
             for rec in DefaultRecordBatch(bytes(raw)):
                 got = records.decode(rec.key, rec.value)
                 n += 1
                 if got is None:
                     continue
                 key, value = got
-                if isinstance(key, OffsetKey):
+                if isinstance(key, OffsetKey) and h.is_transactional:
+                    self._pend(h.producer_id, key, value, rec.offset)
+                elif isinstance(key, OffsetKey):
                     self._remember(key, value, rec.offset)
                 elif isinstance(key, GroupKey):
                     snaps[key.group] = value
         now = self._now()
         for gid, snap in snaps.items():
             self.groups[gid] = Group.restore(gid, snap, now, self.cfg.group_initial_rebalance_delay_ms)
-        self.loaded[p.tp.partition] = p.leader_epoch
+        self.loaded[p.tp.partition] = Loaded(p.leader_epoch)
         log.info("%s: loaded %d records (%d groups) as leader at epoch %d", p.tp, n, len(snaps), p.leader_epoch)
 
     def _remember(self, key: OffsetKey, value: OffsetValue, log_offset: int) -> None:
@@ -115,6 +132,35 @@ class GroupCoordinator:
         old = offs.get((key.topic, key.partition))
         if old is None or old.log_offset < log_offset:
             offs[(key.topic, key.partition)] = Committed(value.offset, value.leader_epoch, value.metadata, log_offset)
+
+    def _pend(self, producer_id: int, key: OffsetKey, value: OffsetValue, log_offset: int) -> None:
+        self.txn_offsets.setdefault(producer_id, {}).setdefault(key.group, {})[(key.topic, key.partition)] = \
+            Committed(value.offset, value.leader_epoch, value.metadata, log_offset)
+
+    def _txn_ended(self, producer_id: int, commit: bool, pidxs: set[int]) -> None:
+        """A marker of `producer_id` on partitions `pidxs` of __consumer_offsets: its pending offsets
+        for the groups living there become committed offsets (COMMIT) or are dropped (ABORT). A later
+        plain commit of the same partition still wins over an earlier transactional one: the record
+        further along the log wins, as Kafka compares their offsets."""
+        groups = self.txn_offsets.get(producer_id)
+        if not groups:
+            return
+        n = self._num_partitions()
+        for gid in [g for g in groups if records.partition_for(g, n) in pidxs]:
+            for (t, i), c in groups.pop(gid).items():
+                if commit:
+                    self._remember(OffsetKey(gid, t, i), OffsetValue(c.offset, c.leader_epoch, c.metadata, 0),
+                                   c.log_offset)
+        if not groups:
+            del self.txn_offsets[producer_id]
+
+    def on_control_batch(self, tp: TopicPartition, producer_id: int, producer_epoch: int, commit: bool,
+                         offset: int) -> None:
+        """The core's control-batch hook (`core/control_hook.py`): a marker replicated on a partition
+        this broker leads. Only `__consumer_offsets` partitions loaded here matter; a second
+        announcement finds nothing pending and does nothing."""
+        if tp.topic == OFFSETS_TOPIC and tp.partition in self.loaded:
+            self._txn_ended(producer_id, commit, {tp.partition})
 
     def _unload(self, pidx: int) -> None:
         self.loaded.pop(pidx, None)
@@ -127,6 +173,11 @@ class GroupCoordinator:
                         w.fail(Err.NOT_COORDINATOR, member_id=m.member_id)
         for gid in [g for g in self.offsets if records.partition_for(g, n) == pidx]:
             del self.offsets[gid]
+        for pid, groups in list(self.txn_offsets.items()):
+            for gid in [g for g in groups if records.partition_for(g, n) == pidx]:
+                del groups[gid]
+            if not groups:
+                del self.txn_offsets[pid]
         self.core.purgatory.check([_key(g) for g in gone])
         log.info("%s-%d: unloaded %d groups", OFFSETS_TOPIC, pidx, len(gone))
 
@@ -143,33 +194,9 @@ class GroupCoordinator:
 
     # --- writes --------------------------------------------------------------------------------------
     def _append(self, p: Partition, recs: list[tuple[bytes, bytes]], version: int,
-                on_done: Callable[[Err, int], Body]) -> Deferred:
-        """Append `recs` as leader; `on_done(err, base offset)` runs once HW covers them (or cannot)."""
-        now = self._now()
-        if self.core.replication.accepts_produce(p) != Err.NONE:
-            body = on_done(Err.COORDINATOR_NOT_AVAILABLE, -1)
-            return Deferred(lambda: True, lambda _t: body, now, version, done=True)
-        b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=0, producer_id=-1,
-                                      producer_epoch=-1, base_sequence=-1, batch_size=2**31 - 1)
-        ts = self.core.clock.now_ms()
-        for i, (k, v) in enumerate(recs):
-            b.append(i, timestamp=ts, key=k, value=v, headers=[])
-        epoch = p.leader_epoch
-        info = p.log.append_as_leader(bytes(b.build()), epoch)
-        end = info.last_offset + 1
-
-        def lost() -> bool:
-            return not p.is_leader() or p.leader_epoch != epoch
-
-        def complete(timed_out: bool) -> Body:
-            err = Err.NOT_COORDINATOR if lost() else Err.COORDINATOR_NOT_AVAILABLE if p.hw < end else Err.NONE
-            return on_done(err, info.base_offset)
-
-        d = Deferred(lambda: p.hw >= end or lost(), complete, now + self.cfg.offsets_commit_timeout_ms, version,
-                     frozenset({p.tp}))
-        self.core.replication.on_leader_append(p)
-        self.core.purgatory.check([p.tp])
-        return self.core.purgatory.add(d)
+                on_done: Callable[[Err, int], Body], producer: tuple[int, int] | None = None) -> Deferred:
+        return append_and_wait(self.core, p, recs, version, self.cfg.offsets_commit_timeout_ms, on_done,
+                               producer=producer)
 
     def _after(self, g: Group) -> None:
         """Write the group's record if the state machine asked for it."""
@@ -214,7 +241,9 @@ class GroupCoordinator:
         keys = list(req.coordinator_keys) if version >= 4 else [req.key]
         found = []
         for key in keys:
-            err, msg, node = self._coordinator_for(key, key_type)
+            finder = self.finders.get(key_type)
+            err, msg, node = finder(key) if finder is not None else (
+                Err.INVALID_REQUEST, f"no coordinator of key type {key_type}", NO_NODE)
             found.append({"key": key, "node_id": node[0], "host": node[1], "port": node[2], "error_code": int(err),
                           "error_message": msg})
         if version >= 4:
@@ -223,23 +252,12 @@ class GroupCoordinator:
         del one["key"]
         return Reply(version, {"throttle_time_ms": 0, **one})
 
-    def _coordinator_for(self, key: str, key_type: int) -> tuple[Err, str | None, tuple[int, str, int]]:
-        none = (-1, "", -1)
-        if key_type != 0:
-            return Err.INVALID_REQUEST, "only group coordinators (key type 0): no transactions here", none
+    def _group_coordinator(self, key: str) -> Found:
         if not key:
-            return Err.INVALID_GROUP_ID, "empty group id", none
-        metas = self.core.metadata.topics.get(OFFSETS_TOPIC)
-        if metas is None:
-            self._create_offsets_topic()
-            metas = self.core.metadata.topics.get(OFFSETS_TOPIC)
-            if metas is None:
-                return Err.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC} is being created", none
-        m = metas.get(records.partition_for(key, len(metas)))
-        b = self.core.metadata.brokers.get(m.leader) if m is not None else None
-        if b is None:
-            return Err.COORDINATOR_NOT_AVAILABLE, "the group's partition has no leader", none
-        return Err.NONE, None, (b.broker_id, b.host, b.port)
+            return Err.INVALID_GROUP_ID, "empty group id", NO_NODE
+        return coordinator_node(self.core.metadata, self.core.partitions, OFFSETS_TOPIC,
+                                lambda n: records.partition_for(key, n),
+                                self._create_offsets_topic)
 
     def _create_offsets_topic(self) -> None:
         rf = 1 if self.cfg.standalone else self.cfg.offsets_topic_replication_factor
@@ -337,11 +355,29 @@ class GroupCoordinator:
 
     # --- OffsetCommit, OffsetFetch -------------------------------------------------------------------
     def offset_commit(self, version: int, req: Any) -> Reply:
-
-        gid = req.group_id
         asked = [(t.name, pp.partition_index, pp.committed_offset,
                   pp.committed_leader_epoch if version >= 6 else -1, pp.committed_metadata or "")
                  for t in req.topics for pp in t.partitions]
+        generation = req.generation_id_or_member_epoch if version >= 1 else -1
+        member = req.member_id if version >= 1 else ""
+        return self._commit(version, req.group_id, asked, generation, member,
+                            req.group_instance_id if version >= 7 else None, None)
+
+    def txn_offset_commit(self, version: int, req: Any) -> Reply:
+        """TxnOffsetCommit (28): the offsets are written as a transactional batch of the producer and
+        stay pending until its transaction's marker reaches this partition (`on_control_batch`).
+        v3+ carries the member's generation, checked as OffsetCommit's (KIP-447); before, none is."""
+        asked = [(t.name, pp.partition_index, pp.committed_offset,
+                  pp.committed_leader_epoch if version >= 2 else -1, pp.committed_metadata or "")
+                 for t in req.topics for pp in t.partitions]
+        generation = req.generation_id if version >= 3 else -1
+        member = req.member_id if version >= 3 else ""
+        return self._commit(version, req.group_id, asked, generation, member,
+                            req.group_instance_id if version >= 3 else None, (req.producer_id, req.producer_epoch))
+
+    def _commit(self, version: int, gid: str, asked: list[tuple[str, int, int, int, str]], generation: int,
+                member: str, instance: str | None, producer: tuple[int, int] | None) -> Reply:
+        """OffsetCommit, or with `producer` (id, epoch) TxnOffsetCommit."""
         errors: dict[tuple[str, int], Err] = {}
 
         def body() -> Body:
@@ -350,15 +386,19 @@ class GroupCoordinator:
                 out.setdefault(t, []).append({"partition_index": i, "error_code": int(errors[(t, i)])})
             return {"throttle_time_ms": 0, "topics": [{"name": t, "partitions": ps} for t, ps in out.items()]}
 
-        generation = req.generation_id_or_member_epoch if version >= 1 else -1
-        member = req.member_id if version >= 1 else ""
         err = self._coordinator_error(gid)
         g = self.groups.get(gid)
         if err == Err.NONE:
             if g is None and generation < 0:
                 g = self.groups[gid] = Group(gid, self.cfg.group_initial_rebalance_delay_ms)
-            err = g.may_commit(self._now(), member, generation, req.group_instance_id if version >= 7 else None) \
-                if g is not None else Err.ILLEGAL_GENERATION
+            if producer is not None and generation < 0 and not member and instance is None:
+                err = Err.NONE  # as Kafka: a transactional commit without member information is not checked
+            else:
+                err = g.may_commit(self._now(), member, generation, instance) if g is not None \
+                    else Err.ILLEGAL_GENERATION
+        p = self._owned(self._partition_of(gid)) if err == Err.NONE else None
+        if p is not None and producer is not None:
+            err = self._producer_error(p, *producer)
         if err != Err.NONE:
             errors.update({(t, i): err for t, i, *_ in asked})
             return Reply(version, body())
@@ -374,20 +414,29 @@ class GroupCoordinator:
             k, v = OffsetKey(gid, t, i), OffsetValue(off, epoch, meta, self.core.clock.now_ms())
             written.append((k, v))
             recs.append(records.offset_record(k, v))
-        p = self._owned(self._partition_of(gid))
         if not recs or p is None:
             return Reply(version, body())
-        pidx, epoch_at = p.tp.partition, p.leader_epoch
+        pidx, load = p.tp.partition, self.loaded.get(p.tp.partition)
 
         def done(err: Err, base: int) -> Body:
-            if err == Err.NONE and self.loaded.get(pidx) == epoch_at:
+            if err == Err.NONE and self.loaded.get(pidx) is load:
                 for n, (k, v) in enumerate(written):
-                    self._remember(k, v, base + n)
+                    if producer is None:
+                        self._remember(k, v, base + n)
+                    else:
+                        self._pend(producer[0], k, v, base + n)
             for k, _ in written:
                 errors[(k.topic, k.partition)] = err
             return body()
 
-        return Reply(version, deferred=self._append(p, recs, version, done))
+        return Reply(version, deferred=self._append(p, recs, version, done, producer))
+
+    @staticmethod
+    def _producer_error(p: Partition, producer_id: int, producer_epoch: int) -> Err:
+        """A transactional commit of an epoch older than the producer's at this partition is fenced
+        (Kafka's append validates it as any transactional write)."""
+        e = p.producers.producers.get(producer_id)
+        return Err.INVALID_PRODUCER_EPOCH if e is not None and producer_epoch < e.epoch else Err.NONE
 
     def offset_fetch(self, version: int, req: Any) -> Reply:
 
@@ -404,16 +453,21 @@ class GroupCoordinator:
             wanted = [(t.name, list(t.partition_indexes)) for t in req.topics]
         if err != Err.NONE and version >= 2:
             return Reply(version, {"throttle_time_ms": 0, "error_code": int(err), "topics": []})
+        unstable = self._pending_txn_offsets(gid) if version >= 7 and req.require_stable else set()
         topics = []
         for t, idxs in wanted:
             parts = []
             for i in idxs:
-                c = offs.get((t, i)) if err == Err.NONE else None
+                c = offs.get((t, i)) if err == Err.NONE and (t, i) not in unstable else None
+                e = Err.UNSTABLE_OFFSET_COMMIT if (t, i) in unstable else err  # KIP-447: ask again later
                 parts.append({"partition_index": i, "committed_offset": c.offset if c else -1,
                               "committed_leader_epoch": c.leader_epoch if c else -1,
-                              "metadata": c.metadata if c else "", "error_code": int(err)})
+                              "metadata": c.metadata if c else "", "error_code": int(e)})
             topics.append({"name": t, "partitions": parts})
         return Reply(version, {"throttle_time_ms": 0, "error_code": 0, "topics": topics})
+
+    def _pending_txn_offsets(self, gid: str) -> set[tuple[str, int]]:
+        return {tp for groups in self.txn_offsets.values() for tp in groups.get(gid, {})}
 
     # --- ListGroups, DescribeGroups ------------------------------------------------------------------
     def list_groups(self, version: int, req: Any) -> Reply:

@@ -4,25 +4,33 @@ Appends hand in raw v2 batches. As leader, the log assigns offsets and stamps th
 as follower, it stores the leader's batches unchanged (offsets included). `truncate_to` drops a
 tail (follower truncation, KIP-101/279). Flushing follows `flush.messages` / `flush.ms`; with the
 defaults it is left to the OS, which survives a process SIGKILL (page cache) but not power loss.
+
+Beside the segments a log keeps what follows them: the leader-epoch cache, the aborted-transaction
+index (`txn_index.py`) and the producer-state snapshots (`snapshots.py`); truncation and recovery cut
+all of them back to the log end. The producer state itself lives with the partition
+(`core/producer_state.py`), which replays `batches_from` its latest snapshot.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from logbroker.log import snapshots
 from logbroker.log.batch import BatchHeader, CorruptBatch, iter_batches, with_offset_and_epoch
 from logbroker.log.checkpoint import read_int, write_int
 from logbroker.log.epoch_cache import LeaderEpochCache
 from logbroker.log.segment import Segment
+from logbroker.log.txn_index import AbortedTxnIndex
 
 log = logging.getLogger(__name__)
 
 HW_FILE = "hw-checkpoint"
 EPOCH_FILE = "leader-epoch-checkpoint"
+START_FILE = "log-start-offset"  # moved by DeleteRecords (the bytes below it stay: no retention here)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +45,7 @@ class AppendInfo:
     base_offset: int
     last_offset: int
     headers: tuple[BatchHeader, ...]
+    controls: tuple[bytes, ...] = ()  # the raw control batches among them, in order (markers)
 
 
 class Log:
@@ -49,7 +58,7 @@ class Log:
         self.epochs = LeaderEpochCache(self.dir / EPOCH_FILE)
         self._unflushed = 0
         self._last_flush_ms = now_ms()
-        self.recovered_headers: list[BatchHeader] = []
+        self.rolled = False  # a segment was rolled since the owner last looked (it snapshots then)
         self._checkpoint_lock = threading.Lock()
         self._closed = False
         self._recover()
@@ -59,9 +68,9 @@ class Log:
         bases = sorted(int(p.stem) for p in self.dir.glob("*.log"))
         for i, base in enumerate(bases):
             seg = Segment.open(self.dir, base)
-            cut, headers = seg.recover()
+            rolled = i < len(bases) - 1  # fsynced when rolled: its index is trusted if it fits (segment.py)
+            cut = 0 if rolled and seg.load_index() else seg.recover()
             self.segments.append(seg)
-            self.recovered_headers.extend(headers)
             if cut:
                 log.warning("%s: truncated %d bytes of torn/corrupt tail in segment %d", self.dir.name, cut, base)
                 for later in bases[i + 1 :]:  # anything after a corrupt point is unreachable
@@ -71,6 +80,10 @@ class Log:
         if not self.segments:
             self.segments.append(Segment.open(self.dir, 0))
         self.epochs.truncate_from_end(self.leo)
+        self.aborted = AbortedTxnIndex(self.dir)
+        self.aborted.truncate_from(self.leo)
+        snapshots.delete_after(self.dir, self.leo)
+        self._start = read_int(self.dir / START_FILE, 0)
 
     # --- offsets -------------------------------------------------------------------------------
     @property
@@ -82,25 +95,44 @@ class Log:
         return self.segments[0].base_offset
 
     @property
-    def log_start_offset(self) -> int:
+    def first_offset(self) -> int:
+        """Where the bytes begin (what a replay reads from, and what followers may still fetch)."""
         return self.segments[0].bases[0] if self.segments[0].bases else self.segments[0].base_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        """Where the log begins for consumers: the first offset, or where DeleteRecords moved it."""
+        return max(self.first_offset, min(self._start, self.leo))
+
+    def advance_start(self, offset: int) -> bool:
+        """Move the log start offset up to `offset` (at most the log end), persisted; False if it was
+        there already. Records below it are deleted logically: consumers cannot read them, ListOffsets
+        earliest is past them; their bytes stay (this broker has no retention to remove segments)."""
+        offset = min(offset, self.leo)
+        if offset <= self.log_start_offset:
+            return False
+        self._start = offset
+        write_int(self.dir / START_FILE, offset)
+        return True
 
     # --- append --------------------------------------------------------------------------------
     def append_as_leader(self, records: bytes, leader_epoch: int) -> AppendInfo:
         """Assign offsets from LEO and stamp `leader_epoch` on each batch in `records`."""
-        out, headers, offset = [], [], self.leo
+        out, headers, controls, offset = [], [], [], self.leo
         for pos, h in iter_batches(records):
             stamped = with_offset_and_epoch(bytes(records[pos : pos + h.size]), offset, leader_epoch)
             hs = BatchHeader(offset, h.length, leader_epoch, *_rest(h))
             out.append((hs, stamped))
             headers.append(hs)
+            if hs.is_control:
+                controls.append(stamped)
             offset = hs.next_offset
         if not out:
             raise CorruptBatch("empty record set")
         if leader_epoch > self.epochs.latest_epoch:
             self.epochs.assign(leader_epoch, out[0][0].base_offset)
         self._write(out)
-        return AppendInfo(out[0][0].base_offset, out[-1][0].last_offset, tuple(headers))
+        return AppendInfo(out[0][0].base_offset, out[-1][0].last_offset, tuple(headers), tuple(controls))
 
     def append_as_follower(self, records: bytes) -> AppendInfo | None:
         """Store the leader's batches as they are; they must continue exactly at our LEO."""
@@ -118,7 +150,8 @@ class Log:
         if not out:
             return None
         self._write(out)
-        return AppendInfo(out[0][0].base_offset, out[-1][0].last_offset, tuple(h for h, _ in out))
+        return AppendInfo(out[0][0].base_offset, out[-1][0].last_offset, tuple(h for h, _ in out),
+                          tuple(raw for h, raw in out if h.is_control))
 
     def _write(self, batches: list[tuple[BatchHeader, bytes]]) -> None:
         for h, data in batches:
@@ -127,6 +160,7 @@ class Log:
                 seg.flush()
                 seg = Segment.open(self.dir, h.base_offset)
                 self.segments.append(seg)
+                self.rolled = True
             seg.append(h, data)
             self._unflushed += h.last_offset_delta + 1
         self.maybe_flush()
@@ -155,6 +189,19 @@ class Log:
                 return seg.read_from(i, max_bytes, ub, min_one=min_one)
         return b""
 
+    def batches_from(self, offset: int) -> Iterator[tuple[BatchHeader, bytes]]:
+        """Every batch whose base offset is >= `offset`, in order (header, raw bytes): a replay of
+        the log's tail, read a segment at a time."""
+        for seg in self.segments:
+            if not seg.lasts or seg.lasts[-1] < offset:
+                continue
+            i = seg.find(offset)
+            data = seg.read_all()
+            start = seg.positions[i] if i is not None else seg.size
+            for p, h in iter_batches(memoryview(data)[start:], verify_crc=False):
+                if h.base_offset >= offset:
+                    yield h, data[start + p: start + p + h.size]
+
     def batches(self) -> list[tuple[BatchHeader, bytes]]:
         """Every batch (header, raw bytes); for the dump tool and tests."""
         out: list[tuple[BatchHeader, bytes]] = []
@@ -176,6 +223,8 @@ class Log:
             seg.truncate_before_batch(i)
         seg.flush()
         self.epochs.truncate_from_end(self.leo)
+        self.aborted.truncate_from(self.leo)
+        snapshots.delete_after(self.dir, self.leo)
 
     # --- checkpoints ---------------------------------------------------------------------------
     def read_hw_checkpoint(self) -> int:
@@ -197,6 +246,7 @@ class Log:
         self.flush()
         for seg in self.segments:
             seg.close()
+        self.aborted.close()
 
 
 def _rest(h: BatchHeader) -> tuple[int, ...]:

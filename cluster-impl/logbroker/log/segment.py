@@ -1,9 +1,12 @@
 """One segment: an append-only file of raw batches plus its offset index.
 
 The index lives in memory (base offset, last offset, file position per batch) and on disk as
-`<base>.index` (16 bytes per batch: base offset, last offset delta, position). Recovery rebuilds
-it from the log file itself, so a torn index never matters; it exists so an operator (and a
-later, lazier recovery) can find offsets without scanning.
+`<base>.index` (16 bytes per batch: base offset, last offset delta, position). Recovery of the
+active segment rebuilds it from the log file itself, so a torn index never matters there. A rolled
+segment was fsynced (log and index) when the log moved past it, so its recovery reads the index
+instead of the whole file (`load_index`), as Kafka recovers only from its recovery point; an index
+that does not describe its file exactly (sizes, contiguous offsets, the last batch's header) sends
+the segment through the full recovery after all.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logbroker.log.batch import BatchHeader, CorruptBatch, crc_ok, parse_header
+from logbroker.log.batch import HEADER_SIZE, BatchHeader, CorruptBatch, crc_ok, parse_header
 
 _IDX = struct.Struct(">qii")
 
@@ -43,13 +46,11 @@ class Segment:
         return seg
 
     # --- recovery ------------------------------------------------------------------------------
-    def recover(self) -> tuple[int, list[BatchHeader]]:
-        """Re-validate every batch (framing and CRC); truncate a torn or corrupt tail.
-
-        Returns (bytes truncated, headers of the valid batches) so the log can rebuild producer state.
-        """
+    def recover(self) -> int:
+        """Re-validate every batch (framing and CRC); truncate a torn or corrupt tail. Returns the
+        bytes truncated."""
         data = os.pread(self._fd, os.fstat(self._fd).st_size, 0)
-        pos, headers = 0, []
+        pos = 0
         self.bases, self.lasts, self.positions = [], [], []
         while pos < len(data):
             try:
@@ -59,7 +60,6 @@ class Segment:
             except CorruptBatch:
                 break
             self._remember(h, pos)
-            headers.append(h)
             pos += h.size
         cut = len(data) - pos
         if cut:
@@ -68,7 +68,37 @@ class Segment:
         self.size = self.low = pos
         self.durable = pos if cut else 0  # recovery fsyncs only when it cut a torn tail
         self._rewrite_index()
-        return cut, headers
+        return cut
+
+    def load_index(self) -> bool:
+        """Take a rolled segment's index as its truth if it matches the file: every batch contiguous
+        from the segment's base offset, and the last one's header (read from the file) ending the file.
+        False (nothing changed) if it does not."""
+        raw = os.pread(self._idx_fd, os.fstat(self._idx_fd).st_size, 0)
+        size = os.fstat(self._fd).st_size
+        if not raw or len(raw) % _IDX.size:
+            return False
+        bases: list[int] = []
+        lasts: list[int] = []
+        positions: list[int] = []
+        expect_base = self.base_offset
+        for base, delta, pos in _IDX.iter_unpack(raw):
+            if base != expect_base or delta < 0 or (positions and pos <= positions[-1]) or (not positions and pos):
+                return False
+            bases.append(base)
+            lasts.append(base + delta)
+            positions.append(pos)
+            expect_base = base + delta + 1
+        try:
+            last = parse_header(os.pread(self._fd, HEADER_SIZE, positions[-1]))
+        except CorruptBatch:
+            return False
+        if last.base_offset != bases[-1] or last.last_offset != lasts[-1] or positions[-1] + last.size != size:
+            return False
+        self.bases, self.lasts, self.positions = bases, lasts, positions
+        self.size = self.low = size
+        self.durable = 0
+        return True
 
     def _rewrite_index(self) -> None:
         os.ftruncate(self._idx_fd, 0)

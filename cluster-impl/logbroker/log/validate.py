@@ -8,9 +8,10 @@ cannot read itself is one every consumer will stop at for good (librdkafka: "Dec
 - decompress, and hold exactly `recordCount` records whose offset deltas run 0, 1, 2, ... up to
   `lastOffsetDelta` — CORRUPT_MESSAGE (a header claiming 999 records for 2 would otherwise move the
   high watermark past offsets nobody can read);
-- start at base offset 0 and not be a control batch (only brokers write those) — INVALID_RECORD;
-- not be transactional, until this broker has transactions — INVALID_TXN_STATE: no transaction can
-  be ongoing, and accepting one would present uncommitted records as committed.
+- start at base offset 0 and not be a control batch (only brokers write those, on WriteTxnMarkers)
+  — INVALID_RECORD;
+- if transactional, carry a producer id, epoch and base sequence (the producer state needs them to
+  know whose transaction the records belong to) — INVALID_RECORD, as Kafka.
 A request is all or nothing per partition: one bad batch refuses the partition's whole record set.
 
 Decompression is bounded where the codec says its size up front (snappy) or streams (gzip); lz4 and
@@ -59,8 +60,8 @@ def check_batch(buf: bytes | memoryview, pos: int, h: BatchHeader) -> None:
         raise Refused(Err.UNSUPPORTED_COMPRESSION_TYPE, f"unknown compression codec {codec}")
     if h.is_control:
         raise Refused(Err.INVALID_RECORD, "control batches are written by brokers, not clients")
-    if h.is_transactional:
-        raise Refused(Err.INVALID_TXN_STATE, "transactional batch: this broker does not support transactions")
+    if h.is_transactional and (h.producer_id < 0 or h.producer_epoch < 0 or h.base_sequence < 0):
+        raise Refused(Err.INVALID_RECORD, "a transactional batch needs a producer id, epoch and sequence")
     if h.base_offset != 0:
         raise Refused(Err.INVALID_RECORD, f"a client batch starts at base offset 0, not {h.base_offset}")
     if h.record_count <= 0 or h.record_count != h.last_offset_delta + 1:

@@ -20,6 +20,8 @@ from kafka.protocol.admin import (
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     DescribeConfigsRequest,
@@ -37,7 +39,22 @@ from kafka.protocol.admin.groups import (
     ListGroupsRequest,
     ListGroupsResponse,
 )
-from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
+from kafka.protocol.admin.transactions import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
+from kafka.protocol.consumer import (
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 from kafka.protocol.consumer.group import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -55,7 +72,20 @@ from kafka.protocol.consumer.group import (
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
-from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+from kafka.protocol.producer.transaction import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 
 from logbroker.protocol import legacy
 
@@ -93,7 +123,17 @@ APIS: dict[int, Api] = {
         Api(18, "ApiVersions", ApiVersionsRequest, ApiVersionsResponse, 0, 3),
         Api(19, "CreateTopics", CreateTopicsRequest, CreateTopicsResponse, 2, 5),
         Api(20, "DeleteTopics", DeleteTopicsRequest, DeleteTopicsResponse, 1, 5),
+        Api(21, "DeleteRecords", DeleteRecordsRequest, DeleteRecordsResponse, 0, 2),
         Api(22, "InitProducerId", InitProducerIdRequest, InitProducerIdResponse, 0, 4),
+        # for clients (KIP-320 position validation); followers ask through protocol/internal.py
+        Api(23, "OffsetForLeaderEpoch", OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 4),
+        # transactions, the coordinator (logbroker/txn/): AddPartitionsToTxn v4 is the brokers' batch form
+        # (KIP-890 verification); EndTxn v5 bumps the epoch (KIP-890 part 2); TxnOffsetCommit (groups)
+        Api(24, "AddPartitionsToTxn", AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, 0, 4),
+        Api(25, "AddOffsetsToTxn", AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, 0, 4),
+        Api(26, "EndTxn", EndTxnRequest, EndTxnResponse, 0, 5),
+        Api(28, "TxnOffsetCommit", TxnOffsetCommitRequest, TxnOffsetCommitResponse, 0, 4),
+        Api(27, "WriteTxnMarkers", WriteTxnMarkersRequest, WriteTxnMarkersResponse, 0, 2),  # broker to broker
         Api(32, "DescribeConfigs", DescribeConfigsRequest, DescribeConfigsResponse, 1, 4),
         Api(33, "AlterConfigs", AlterConfigsRequest, AlterConfigsResponse, 0, 2),
         Api(37, "CreatePartitions", CreatePartitionsRequest, CreatePartitionsResponse, 0, 3),
@@ -103,6 +143,9 @@ APIS: dict[int, Api] = {
             AlterPartitionReassignmentsResponse, 0, 1),
         Api(46, "ListPartitionReassignments", ListPartitionReassignmentsRequest,
             ListPartitionReassignmentsResponse, 0, 0),
+        Api(61, "DescribeProducers", DescribeProducersRequest, DescribeProducersResponse, 0, 0),  # KIP-664
+        Api(65, "DescribeTransactions", DescribeTransactionsRequest, DescribeTransactionsResponse, 0, 0),
+        Api(66, "ListTransactions", ListTransactionsRequest, ListTransactionsResponse, 0, 1),
     )
 }
 
@@ -128,24 +171,24 @@ def decode_request(api: Api, version: int, frame: bytes) -> Any:
     if legacy.is_legacy(api.key, version):
         return legacy.decode(api.key, version, frame)
     req = api.request.decode(frame, version=version, header=True)
-    _no_null_arrays(req._struct._fields, req, version)
+    _no_nulls(req._struct._fields, req, version)
     return req
 
 
-def _no_null_arrays(fields: Any, obj: Any, version: int) -> None:
-    """The codec decodes a length of -1 as null even where the schema says an array cannot be null;
-    Kafka calls that a malformed request, and so do we (found by bench-fuzz: handlers iterating a
-    null `topics`)."""
+def _no_nulls(fields: Any, obj: Any, version: int) -> None:
+    """The codec decodes a length of -1 as null even where the schema says an array or a string cannot
+    be null; Kafka calls that a malformed request, and so do we (found by bench-fuzz: handlers iterating
+    a null `topics`, and hashing a null AddOffsetsToTxn `group_id`)."""
     for f in fields:
-        if not f.is_array() or not f.for_version_q(version):
+        if not (f.is_array() or f.type_str == "string") or not f.for_version_q(version):
             continue
         v = getattr(obj, f.name, None)
         if v is None:
             if not f.nullable_for_version_q(version):
-                raise ValueError(f"null array {f.name!r} where the schema allows none")
+                raise ValueError(f"null {f.name!r} where the schema allows none")
         elif f.is_struct_array():
             for item in v:
-                _no_null_arrays(f._fields, item, version)
+                _no_nulls(f._fields, item, version)
 
 
 def encode_response(api: Api, version: int, correlation_id: int, body: dict[str, Any]) -> bytes:

@@ -178,15 +178,14 @@ class ReplicaFetcher:
                     continue
                 if pr.records:
                     try:
-                        info = p.log.append_as_follower(pr.records)
+                        p.append_as_follower(pr.records)
                     except CorruptBatch as e:
                         log.warning("%s: bad fetch data from %d: %s", p.tp, self.leader, e)
                         self.state.partition_error(key, Err.CORRUPT_MESSAGE, now)
                         continue
-                    if info is not None:
-                        for h in info.headers:
-                            p.producers.update(h)
                 p.hw = max(p.hw, min(int(pr.high_watermark), p.leo))
+                if pr.log_start_offset > p.log.log_start_offset:  # DeleteRecords on the leader
+                    p.log.advance_start(int(pr.log_start_offset))
                 self.state.advanced(key, p.leo)
 
     # --- truncation (KIP-101/279), all waiting partitions in one request per round -------------------
@@ -234,8 +233,7 @@ class ReplicaFetcher:
             return
         if cut < p.leo:
             log.info("%s: truncating LEO %d -> %d before following %d", p.tp, p.leo, cut, self.leader)
-            p.log.truncate_to(cut)
-            p.producers.rebuild([h for h, _ in p.log.batches()])
+            p.truncate_to(cut)
         p.hw = min(p.hw, p.leo)
         self.state.truncated(key, epoch, p.leo)
 

@@ -35,6 +35,7 @@ from logbroker.controller.decisions import place_replicas
 from logbroker.coord.retry import until_done
 from logbroker.coord.store import ClusterStore
 from logbroker.core.broker import BrokerCore, Reply
+from logbroker.core.leader_host import Answer
 from logbroker.core.metadata import BrokerEndpoint, PartitionMeta
 from logbroker.core.partition import Partition, Role, TopicPartition
 from logbroker.core.topic_admin import AlterBody
@@ -60,6 +61,7 @@ from logbroker.replication.rpc import Peers
 
 log = logging.getLogger(__name__)
 STALE_CONTROLLER_EPOCH = rules.STALE_CONTROLLER_EPOCH
+KAFKA_REQUEST_TIMEOUT_S = 30.0  # request.timeout.ms, for Kafka requests to peers
 
 
 def local_view(p: Partition) -> Local:
@@ -80,6 +82,7 @@ class ReplicaManager:
         self.offload = offload
         self.control = Peers(net)
         self.fetch_peers = Peers(net)
+        self.kafka_peers = Peers(net)  # Kafka-protocol requests to other brokers (KIP-890 verification)
         cfg = core.config
         self.controller = Controller(self.bid, self.zk, self._send, ControllerSettings(
             unclean_leader_election=cfg.unclean_leader_election,
@@ -125,6 +128,7 @@ class ReplicaManager:
         self.fetchers.stop()
         self.control.close()
         self.fetch_peers.close()
+        self.kafka_peers.close()
         await self._zk(self.zk.stop)
 
     def _endpoint(self, bid: int) -> tuple[str, int] | None:
@@ -378,6 +382,27 @@ class ReplicaManager:
         if len(p.isr) < self.core.topic_settings(p.tp.topic).min_insync_replicas:
             return Err.NOT_ENOUGH_REPLICAS
         return Err.NONE
+
+    def ask_broker(self, broker_id: int, request_cls: Any, response_cls: Any, version: int, body: dict[str, Any],
+                   answer: Answer) -> None:
+        """Send a Kafka request to `broker_id` in a task of its own; `answer` runs on the loop with the
+        decoded response, or None (unknown broker, connection failure, timeout)."""
+        ep = self.fetch_peers.endpoints.get(broker_id)
+        if ep is None:
+            answer(None)
+            return
+        self.kafka_peers.set_endpoint(broker_id, *ep)
+
+        async def go() -> None:
+            try:
+                resp = await self.kafka_peers.get(broker_id).request(request_cls, response_cls, version, body,
+                                                                     timeout=KAFKA_REQUEST_TIMEOUT_S)
+            except ConnectionError as e:
+                log.info("%s to broker %d failed: %s", request_cls.__name__, broker_id, e)
+                resp = None
+            answer(resp)
+
+        asyncio.ensure_future(go())
 
     def produce_complete_early(self) -> bool:
         """The ack-before-replication bug: answer acks=all once the leader has written."""

@@ -73,19 +73,24 @@ class PeerConnection:
 
     async def fetch(self, body: dict[str, Any], timeout: float) -> Any:
         """One Fetch request (a dict of FetchRequest fields); the decoded FetchResponse."""
+        return await self.request(FetchRequest, FetchResponse, FETCH_VERSION, body, timeout)
+
+    async def request(self, request_cls: Any, response_cls: Any, version: int, body: dict[str, Any],
+                      timeout: float) -> Any:
+        """One Kafka request (a dict of the request class's fields) at `version`; the decoded response."""
         corr = next(self._corr)
-        req = make_message(FetchRequest, FETCH_VERSION, body)
+        req = make_message(request_cls, version, body)
         req.with_header(correlation_id=corr, client_id="logbroker-replica")
         frame = await self._roundtrip(bytes(req.encode(header=True, framed=True)), timeout)
         (got,) = struct.unpack_from(">i", frame, 0) if len(frame) >= 4 else (None,)
         if got != corr:
             self.close()
-            raise ConnectionError(f"{self.host}:{self.port}: fetch correlation id {got} != {corr}")
+            raise ConnectionError(f"{self.host}:{self.port}: correlation id {got} != {corr}")
         try:
-            return FetchResponse.decode(frame, version=FETCH_VERSION, header=True)
+            return response_cls.decode(frame, version=version, header=True)
         except Exception as e:  # the codec raises assorted types on garbage
             self.close()
-            raise ConnectionError(f"{self.host}:{self.port}: undecodable fetch response: {e!r}") from None
+            raise ConnectionError(f"{self.host}:{self.port}: undecodable response: {e!r}") from None
 
 
 class Peers:

@@ -22,6 +22,7 @@ DECISION_CORES = (
     "logbroker.controller.reassignment",
     "logbroker.replication.truncation",
     "logbroker.replication.fetch_state",
+    "logbroker.txn.state",
 )
 FORBIDDEN = ("asyncio", "socket", "threading", "kazoo", "time", "concurrent", "selectors", "subprocess")
 
