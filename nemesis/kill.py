@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from kernel.capabilities import Killable
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
 
 
@@ -18,6 +19,7 @@ class KillFamily:
     kinds: tuple[str, ...] = ("one", "leader", "controller", "all")
     perf: FaultPerf = FaultPerf("start-kill", "stop-kill", "kill", "#E9C3A0")
     composite: bool = False
+    needs: tuple[type, ...] = (Killable,)
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         fallback = rng.choice(world.nodes)
@@ -29,16 +31,16 @@ class KillFamily:
             return Plan({"victim": Target.controller(fallback)})
         return Plan({"victim": Target.of_node(fallback)})
 
-    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
+    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
         db = ctx.killable()
         hits = {role: ctx.resolve(t) for role, t in fault.targets.items()}
-        out: dict[str, Any] = {"kind": fault.kind, "nodes": sorted({h.node.name for h in hits.values()}),
-                               "targets": {role: h.to_json() for role, h in hits.items()}}
-        for name in out["nodes"]:
+        value: dict[str, Any] = {"kind": fault.kind, "nodes": sorted({h.node.name for h in hits.values()}),
+                                 "targets": {role: h.to_json() for role, h in hits.items()}}
+        for name in value["nodes"]:
             db.kill(ctx.node(name))
-        return out
+        return value
 
-    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
         db = ctx.killable()
         for name in started["nodes"]:
             db.start(ctx.node(name))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from kernel.capabilities import Pausable
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
 
 
@@ -19,6 +20,7 @@ class PauseFamily:
     kinds: tuple[str, ...] = ("one", "leader", "controller", "zookeeper")
     perf: FaultPerf = FaultPerf("start-pause", "stop-pause", "pause", "#C5A0E9")
     composite: bool = False
+    needs: tuple[type, ...] = (Pausable,)
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         fallback = rng.choice(world.nodes)
@@ -28,13 +30,13 @@ class PauseFamily:
             return Plan({"victim": Target.controller(fallback)})
         return Plan({"victim": Target.of_node(fallback)})
 
-    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
+    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
         hit = ctx.resolve(fault.targets["victim"])
         process = "zookeeper" if fault.kind == "zookeeper" else "broker"
         ctx.pausable().pause(hit.node, process=process)
         return {"kind": fault.kind, "node": hit.node.name, "process": process, "targets": {"victim": hit.to_json()}}
 
-    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
         ctx.pausable().resume(ctx.node(started["node"]), process=started["process"])
         return {"kind": fault.kind, "node": started["node"], "process": started["process"]}
 

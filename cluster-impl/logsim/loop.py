@@ -27,6 +27,8 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from logsim.rng import stream
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -56,10 +58,11 @@ class Incarnation:
 
 
 class SimLoop(asyncio.BaseEventLoop):
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, jitter: random.Random | None = None) -> None:
+        """`jitter`: the tie-breaking stream (default: `rng.stream(seed, "sim", "loop")`)."""
         super().__init__()
         self._now = 0.0
-        self._jitter = random.Random(f"logsim/loop/{seed}")
+        self._jitter = jitter or stream(seed, "sim", "loop")
         self._seq = 0
         self.callbacks_run = 0
         self.set_exception_handler(self._on_exception)
