@@ -11,6 +11,7 @@ never import a concrete workload, DB adapter, backend or checker: they arrive he
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from harness.db.logbroker import LogbrokerDB, check_bugs, known_bugs
@@ -68,6 +69,15 @@ def check_capabilities(spec: RunSpec, db: Any) -> None:
             if spec.provisioner == "ssh" and cap in NEEDS_IMAGE:
                 raise UsageError(f"nemesis {fam.name!r} needs {NEEDS_IMAGE[cap]}, which the 'ssh' provisioner's "
                                  "hosts do not have; use --provisioner docker")
+
+
+def judge_many(run_dirs: list[Path], spark_master: str | None = None) -> list[Any]:
+    """The real checks over many stored runs as one Spark job, writing nothing: per run a result with
+    `valid`, `bad_error_types`, `anomalies` and `warnings`, or the error that kept it from a verdict
+    (`chaos sim-search`'s batches)."""
+    from results.check import check_runs
+
+    return list(check_runs(run_dirs, spark_master=spark_master, write=False, perf=False))
 
 
 def bug_switches() -> tuple[str, ...]:
