@@ -10,6 +10,7 @@ never import a concrete workload, DB adapter, backend or checker: they arrive he
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,9 @@ from kernel.nemesis import PlannedFault, PlanWorld
 from kernel.spec import RunSpec
 from kernel.test import NemesisPackage, Test
 from nemesis import validate as validate_nemesis
-from nemesis.registry import expand, families_needed
+from nemesis.registry import families_needed
 from nemesis.registry import perf as nemesis_perf
+from nemesis.registry import resolve as resolve_nemesis
 from nemesis.schedule import plan as plan_faults
 from results.checker import KafkaChecker
 from workloads import librdkafka
@@ -38,11 +40,12 @@ NEEDS_IMAGE: dict[type, str] = {Clock: "libfaketime preloaded by the node image'
 
 def preflight(spec: RunSpec) -> RunSpec:
     """Every registry-owned name in the spec exists, and the backend can act every part of it out;
-    or one sentence saying what is wrong."""
+    or one sentence saying what is wrong. Returns the spec with `all` expanded into its families."""
     get_workload(spec.workload)
+    validate_nemesis(list(spec.nemesis))
+    spec = replace(spec, nemesis=resolve_nemesis(spec.nemesis))
     if spec.provisioner not in PROVISIONERS:
         raise UsageError(f"unknown provisioner {spec.provisioner!r}; choose one of: {', '.join(PROVISIONERS)}")
-    validate_nemesis(list(spec.nemesis))
     if spec.provisioner == "sim":
         if "subscribe" in spec.sub_via:
             raise UsageError("the simulator's client does not speak the consumer-group protocol yet: "
@@ -60,8 +63,6 @@ def check_capabilities(spec: RunSpec, db: Any) -> None:
     """A family whose capabilities the backend lacks is refused before anything starts (never
     recorded as started and stopped without happening)."""
     for fam in families_needed(list(spec.nemesis)).values():
-        if not any(f == fam.name for f, _ in expand(list(spec.nemesis))):
-            continue  # borrowed for its heal only
         for cap in fam.needs:
             if not isinstance(db, cap):
                 raise UsageError(f"the {spec.provisioner} backend cannot act out nemesis {fam.name!r}: it has no "
@@ -110,7 +111,7 @@ def _schedule(spec: RunSpec, node_names: list[str]) -> list[PlannedFault]:
 
 
 def build_test(spec: RunSpec, *, spark_master: str | None = None, elle_cli: str | None = None) -> Test:
-    preflight(spec)
+    spec = preflight(spec)
     opts: dict[str, object] = {"hosts": spec.hosts} if spec.provisioner == "ssh" else {}
     db = _db(spec)
     provisioner = get_provisioner(spec.provisioner, spec.cluster, **opts)

@@ -24,6 +24,9 @@ class Bug(StrEnum):
     #: Brokers obey LeaderAndIsr requests and fetches that carry stale leader or controller epochs:
     #: the zombie leader/controller of seed 003's discussion, section 3.
     STALE_EPOCH_ACCEPTED = "stale-epoch-accepted"
+    #: The controller ignores that a broker came back without its log directory, keeping it in the ISR
+    #: and electing it, and knows no eligible leader replicas: Kafka's ZooKeeper mode (KIP-966 "Motivation").
+    LOST_DISK_IN_ISR = "lost-disk-in-isr"
 
 
 def parse_bugs(names: Iterable[str]) -> frozenset[Bug]:

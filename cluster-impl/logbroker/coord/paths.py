@@ -17,6 +17,16 @@ PARTITIONS_ADD = "/admin/partitions_add"  # /<topic>/<partition>: {"replicas": [
 PREFERRED_ELECTION = "/admin/preferred_replica_election"  # {"partitions": [{"topic", "partition"}, ...]}
 
 
+# KIP-966's unclean-restart knowledge, in ZooKeeper's terms: a broker registers with "lost_data" when
+# it found its log directory without its meta file; the controller that has taken it out of every ISR
+# records that registration's broker epoch here, so no later controller does it again.
+LOST_DATA_HANDLED = "/brokers/lost_data_handled"  # /<id>: the broker epoch handled
+
+
+def lost_data_handled(bid: int) -> str:
+    return f"{LOST_DATA_HANDLED}/{bid}"
+
+
 def broker(bid: int) -> str:
     return f"{BROKER_IDS}/{bid}"
 

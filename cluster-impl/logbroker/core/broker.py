@@ -285,6 +285,8 @@ class BrokerCore:
                             r["error_code"] = int(Err.NOT_LEADER_OR_FOLLOWER)
                         elif p.hw < off:
                             r["error_code"] = int(Err.REQUEST_TIMED_OUT)
+                        elif self.replication.accepts_produce(p) != Err.NONE:  # the ISR shrank below
+                            r["error_code"] = int(Err.NOT_ENOUGH_REPLICAS_AFTER_APPEND)  # min.insync meanwhile
             return self._produce_body(results)
 
         keys = frozenset(p.tp for p, _ in waits)
