@@ -7,6 +7,7 @@ partition has a leader and its full ISR again, with no iptables rule of ours lef
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -61,8 +62,8 @@ def _play(name: str, kind: str, deployed: tuple[LogbrokerDB, Cluster], seed: int
     ops: list[tuple[str, dict[str, Any], object]] = []
     ctx = NemesisContext(cluster, db, "chaos", 3, seed, record=lambda f, v, fid: ops.append((f, v, fid)))
     try:
-        started = fam.start(ctx, fault)
-        stopped = fam.stop(ctx, fault, started)
+        started = asyncio.run(fam.start(ctx, fault, {"kind": kind, "steps": {}}))
+        stopped = asyncio.run(fam.stop(ctx, fault, started))
     finally:
         fam.heal(ctx)
     assert _recovered(db), \
@@ -120,7 +121,7 @@ def test_lagging_follower_kill_isr(deployed: tuple[LogbrokerDB, Cluster]) -> Non
     ctx = NemesisContext(cluster, db, "chaos", 3, 3, record=lambda f, v, fid: ops.append((f, v, fid)))
     leaders: list[str | None] = []
     try:
-        started = fam.start(ctx, fault)
+        started = asyncio.run(fam.start(ctx, fault, {"kind": fault.kind, "steps": {}}))
         assert "skipped" not in started, started
         assert started["follower"] not in started["isr_when_killed"], \
             f"the controller took the laggard out: {started}\n{_broker_logs(cluster)}"
@@ -129,7 +130,7 @@ def test_lagging_follower_kill_isr(deployed: tuple[LogbrokerDB, Cluster]) -> Non
             st = ctx.view().partition("chaos", started["key"])
             leaders.append(st.leader.name if st is not None and st.leader is not None else None)
             time.sleep(0.5)
-        stopped = fam.stop(ctx, fault, started)
+        stopped = asyncio.run(fam.stop(ctx, fault, started))
     finally:
         fam.heal(ctx)
     assert started["follower"] not in leaders, f"a replica outside the ISR was elected: {leaders}"
