@@ -91,8 +91,11 @@ class ControllerPrimitives(Protocol):
         """A store watch that runs `coro` on the controller's loop when it fires."""
         ...
 
-    async def write(self, topic: str, p: int, info: PartitionInfo, new: PartitionState) -> bool:
-        """Conditionally write a partition state; False (and resigned) if a newer controller exists."""
+    async def write(self, topic: str, p: int, info: PartitionInfo, new: PartitionState, *,
+                    lost: set[int] | frozenset[int] = frozenset(), unclean: bool = False) -> bool:
+        """Conditionally write a partition state (its eligible leader replicas brought up to date: `lost`
+        brokers leave them, an `unclean` election forgets them); False (and resigned) if a newer
+        controller exists."""
         ...
 
     async def write_assignment(self, topic: str, adding: dict[int, ReplicaAssignment] | None = None) -> bool:
