@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import heapq
+import inspect
 import logging
 import random
 from collections.abc import Callable, Coroutine
@@ -55,6 +56,19 @@ class Incarnation:
         ctx = contextvars.copy_context()
         ctx.run(NODE.set, self)
         return ctx
+
+
+def _bury(h: asyncio.Handle) -> None:
+    """A dead incarnation's callback is dropped (SIGKILL: it never runs). If it was the first step of
+    a task — a connection that reached the process after it died — the task never started: close its
+    coroutine, so neither the task nor the coroutine complains when collected (before, each such
+    connection printed `coroutine 'BrokerServer._serve' was never awaited`)."""
+    task = getattr(h._callback, "__self__", None)  # type: ignore[attr-defined]
+    if isinstance(task, asyncio.Task):
+        task._log_destroy_pending = False  # type: ignore[attr-defined]
+        coro = task.get_coro()
+        if inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
+            coro.close()
 
 
 class SimLoop(asyncio.BaseEventLoop):
@@ -125,6 +139,7 @@ class SimLoop(asyncio.BaseEventLoop):
             inc = ctx.get(NODE) if ctx is not None else None
             if inc is not None and not self.draining:
                 if inc.dead:
+                    _bury(h)
                     continue
                 if inc.paused:
                     inc.held.append(h)
