@@ -21,13 +21,13 @@ LATEST = -1
 
 def _ask(sock: socket.socket, corr: int, replica_id: int, topic: str, keys: list[int]) -> dict[int, Any]:
     t = ListOffsetsRequest.ListOffsetsTopic
-    req = ListOffsetsRequest(version=2, replica_id=replica_id, isolation_level=0, topics=[
-        t(version=2, name=topic, partitions=[t.ListOffsetsPartition(version=2, partition_index=k, timestamp=LATEST)
+    req = ListOffsetsRequest(version=4, replica_id=replica_id, isolation_level=0, topics=[
+        t(version=4, name=topic, partitions=[t.ListOffsetsPartition(version=4, partition_index=k, timestamp=LATEST)
                                              for k in keys])])
     req.with_header(correlation_id=corr, client_id="chaos-recovery")
     sock.sendall(bytes(req.encode(header=True, framed=True)))
     size = struct.unpack(">i", _exact(sock, 4))[0]
-    resp = ListOffsetsResponse.decode(_exact(sock, size), version=2, header=True)
+    resp = ListOffsetsResponse.decode(_exact(sock, size), version=4, header=True)
     return {int(p.partition_index): p for tp in resp.topics for p in tp.partitions if p.error_code == 0}
 
 
