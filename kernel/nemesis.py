@@ -78,6 +78,17 @@ class Target:
         return cls(d["role"], d["node"], d.get("key"), bool(d.get("lagging", False)))
 
 
+def victim(kind: str, rng: random.Random, world: PlanWorld) -> Target:
+    """The one target of a single-victim kind: `leader` (a seeded key's), `controller`, or else a
+    seeded node (which is also the role targets' fallback)."""
+    fallback = rng.choice(world.nodes)
+    if kind == "leader":
+        return Target.leader(rng.randrange(world.partitions), fallback)
+    if kind == "controller":
+        return Target.controller(fallback)
+    return Target.of_node(fallback)
+
+
 @dataclass(frozen=True, slots=True)
 class PlanWorld:
     """What planning may know: the node names, the topic's partition count (keys 0..partitions-1),

@@ -11,7 +11,7 @@ import random
 from typing import Any
 
 from kernel.capabilities import Killable
-from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target, victim
 
 
 class KillFamily:
@@ -22,14 +22,8 @@ class KillFamily:
     needs: tuple[type, ...] = (Killable,)
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
-        fallback = rng.choice(world.nodes)
-        if kind == "all":
-            return Plan({n: Target.of_node(n) for n in world.nodes})
-        if kind == "leader":
-            return Plan({"victim": Target.leader(rng.randrange(world.partitions), fallback)})
-        if kind == "controller":
-            return Plan({"victim": Target.controller(fallback)})
-        return Plan({"victim": Target.of_node(fallback)})
+        one = victim(kind, rng, world)
+        return Plan({n: Target.of_node(n) for n in world.nodes} if kind == "all" else {"victim": one})
 
     async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
         db = ctx.killable()

@@ -12,7 +12,7 @@ import random
 from typing import Any
 
 from kernel.capabilities import Pausable
-from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, victim
 
 
 class PauseFamily:
@@ -23,12 +23,7 @@ class PauseFamily:
     needs: tuple[type, ...] = (Pausable,)
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
-        fallback = rng.choice(world.nodes)
-        if kind == "leader":
-            return Plan({"victim": Target.leader(rng.randrange(world.partitions), fallback)})
-        if kind == "controller":
-            return Plan({"victim": Target.controller(fallback)})
-        return Plan({"victim": Target.of_node(fallback)})
+        return Plan({"victim": victim(kind, rng, world)})
 
     async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
         hit = ctx.resolve(fault.targets["victim"])

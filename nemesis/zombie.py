@@ -14,7 +14,7 @@ import random
 from typing import Any
 
 from kernel.capabilities import Pausable
-from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, victim
 
 
 class ZombieFamily:
@@ -25,9 +25,7 @@ class ZombieFamily:
     needs: tuple[type, ...] = (Pausable,)
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
-        fallback = rng.choice(world.nodes)
-        target = Target.leader(rng.randrange(world.partitions), fallback) if kind == "leader" \
-            else Target.controller(fallback)
+        target = victim(kind, rng, world)
         # past the session (and the controller's failover after it), with a seeded margin
         return Plan({"victim": target}, {}, min_duration_s=world.session_timeout_s * rng.uniform(1.6, 2.5))
 

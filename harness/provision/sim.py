@@ -178,18 +178,18 @@ class SimDB:
         return "from-port" if cut.from_ports else "to-port" if cut.ports else "all"
 
     def drop(self, cut: Cut) -> None:
-        scope = self._scoped(cut)
-        if scope is None:
-            self.sim.cut_zk(cut.grudge)
-        else:
-            self.sim.net.add_grudge({k: list(v) for k, v in cut.grudge.items()}, cut.loss, scope=scope)
+        self._cut(cut, True)
 
     def lift(self, cut: Cut) -> None:
+        self._cut(cut, False)
+
+    def _cut(self, cut: Cut, on: bool) -> None:
         scope = self._scoped(cut)
         if scope is None:
-            self.sim.uncut_zk(cut.grudge)
+            (self.sim.cut_zk if on else self.sim.uncut_zk)(cut.grudge)
         else:
-            self.sim.net.lift_grudge({k: list(v) for k, v in cut.grudge.items()}, cut.loss, scope=scope)
+            grudge = {k: list(v) for k, v in cut.grudge.items()}
+            (self.sim.net.add_grudge if on else self.sim.net.lift_grudge)(grudge, cut.loss, scope=scope)
 
     def heal_net(self) -> None:
         self.sim.net.heal()

@@ -131,25 +131,25 @@ def test_the_orchestrator_reaches_concrete_parts_only_through_registries() -> No
     assert not bad, f"the orchestrator imports a concrete part (use harness.registry / the Test record): {bad}"
 
 
-def test_nothing_outside_cluster_impl_imports_the_system_under_test() -> None:
-    bad = []
+def _importers_of(package: str) -> list[str]:
+    """Every file outside cluster-impl/ that imports `package` (or a module in it)."""
+    out = []
     for path in ROOT.rglob("*.py"):
         rel = path.relative_to(ROOT)
         if rel.parts[0] in ("cluster-impl", ".venv", ".build") or "site-packages" in rel.parts:
             continue
-        if any(n == "logbroker" or n.startswith("logbroker.") for n in _imports(path)):
-            bad.append(str(rel))
+        if any(n == package or n.startswith(package + ".") for n in _imports(path)):
+            out.append(rel.as_posix())
+    return out
+
+
+def test_nothing_outside_cluster_impl_imports_the_system_under_test() -> None:
+    bad = _importers_of("logbroker")
     assert not bad, f"only cluster-impl/ may import logbroker: {bad}"
 
 
 def test_only_the_simulator_adapter_imports_the_simulator() -> None:
-    bad = []
-    for path in ROOT.rglob("*.py"):
-        rel = path.relative_to(ROOT)
-        if rel.parts[0] in ("cluster-impl", ".venv", ".build") or "site-packages" in rel.parts:
-            continue
-        if rel.as_posix() != SIM_ADAPTER and any(n == "logsim" or n.startswith("logsim.") for n in _imports(path)):
-            bad.append(str(rel))
+    bad = [f for f in _importers_of("logsim") if f != SIM_ADAPTER]
     assert not bad, f"only {SIM_ADAPTER} may import logsim: {bad}"
 
 

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from harness.db.logbroker import LogbrokerDB
-from harness.db.settings import BrokerSettings
 from harness.phases import wait_recovered
 from kernel import layout
 from kernel.db import Cluster
@@ -24,21 +22,7 @@ from kernel.rng import rng
 from nemesis.registry import FAMILIES
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-SETTINGS = BrokerSettings(partitions=3, session_timeout_ms=4000, replica_lag_time_max_ms=5000)
 WORLD = PlanWorld(["n1", "n2", "n3"], 3, 3, session_timeout_s=4.0, replica_lag_s=5.0)
-
-
-@pytest.fixture(scope="module")
-def deployed(_cluster_manager) -> Iterator[tuple[LogbrokerDB, Cluster]]:  # type: ignore[no-untyped-def]
-    dc = _cluster_manager.get()
-    cluster = Cluster(dc.nodes, {n.name: dc.remote(n.name) for n in dc.nodes})
-    db = LogbrokerDB(SETTINGS)
-    db.setup(cluster)
-    db.create_topic("chaos", 3, 3)
-    try:
-        yield db, cluster
-    finally:
-        db.teardown_all()
 
 
 def _recovered(db: LogbrokerDB, timeout: float = 60.0) -> bool:
