@@ -59,16 +59,23 @@ class Incarnation:
 
 
 def _bury(h: asyncio.Handle) -> None:
-    """A dead incarnation's callback is dropped (SIGKILL: it never runs). If it was the first step of
-    a task — a connection that reached the process after it died — the task never started: close its
-    coroutine, so neither the task nor the coroutine complains when collected (before, each such
-    connection printed `coroutine 'BrokerServer._serve' was never awaited`)."""
+    """A dead incarnation's callback is dropped (SIGKILL: it never runs); if it was a task's step,
+    the task is buried."""
     task = getattr(h._callback, "__self__", None)  # type: ignore[attr-defined]
     if isinstance(task, asyncio.Task):
-        task._log_destroy_pending = False  # type: ignore[attr-defined]
-        coro = task.get_coro()
-        if inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
-            coro.close()
+        _bury_task(task)
+
+
+def _bury_task(task: asyncio.Task[Any]) -> None:
+    """A task of a dead incarnation: it will not be logged as destroyed while pending, and if it never
+    started — a connection that reached the process as it died — its coroutine is closed (and the
+    task cancelled, for the drain at shutdown), so it does not warn that it was never awaited when
+    collected (before, kills printed `coroutine 'BrokerServer._serve' was never awaited`)."""
+    task._log_destroy_pending = False  # type: ignore[attr-defined]
+    coro = task.get_coro()
+    if inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
+        task.cancel()
+        coro.close()
 
 
 class SimLoop(asyncio.BaseEventLoop):
@@ -180,9 +187,11 @@ class SimLoop(asyncio.BaseEventLoop):
     def kill(self, inc: Incarnation) -> None:
         """The incarnation's callbacks never run again; its pending tasks are left unfinished."""
         inc.dead = True
+        for h in inc.held:
+            _bury(h)
         inc.held.clear()
         for t in inc.tasks:
-            t._log_destroy_pending = False  # type: ignore[attr-defined]
+            _bury_task(t)
         inc.tasks.clear()
 
     def shutdown(self) -> None:

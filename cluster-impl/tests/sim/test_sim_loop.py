@@ -123,3 +123,28 @@ def test_a_task_that_reaches_a_dead_process_never_runs_and_never_complains() -> 
     loop.shutdown()
     assert not ran
     assert not [w for w in caught if "never awaited" in str(w.message)]
+
+
+def test_a_task_not_yet_started_when_its_process_dies_never_complains() -> None:
+    """A connection reaches a paused process (its first step is held) and the process is killed: the
+    task is dropped with the incarnation, and its coroutine is closed rather than collected unawaited."""
+    import gc
+    import warnings
+
+    loop = SimLoop(2)
+    inc = Incarnation("n1", 1)
+
+    async def serve() -> None:
+        await asyncio.sleep(1)
+
+    loop.pause(inc)
+    loop.spawn(inc, serve(), name="conn")
+    loop.advance_to(0.5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loop.kill(inc)
+        loop.advance_to(1.0)
+        del inc
+        gc.collect()
+    loop.shutdown()
+    assert not [w for w in caught if "never awaited" in str(w.message)]
