@@ -2,9 +2,11 @@
 
 A DB is the deployment of the system under test on a cluster of nodes. The orchestrator needs only
 `DB` (set up, create the workload's topic, say whether the cluster recovered, tear down); nemeses
-need the capabilities they use (`Killable`, `Pausable`, `ClusterView`, `Reassignable`); the
-collect phase needs `HasLogFiles` and `HasReplicaDumps`. A fault family is typed against these,
-never against a concrete adapter, so the simulator can stand in for the containers.
+need the capabilities they use (`Killable`, `Pausable`, `ClusterView`, `Reassignable`, and those of
+`kernel/capabilities.py`); the collect phase needs `HasLogFiles` and `HasReplicaDumps`. A fault
+family is typed against these, never against a concrete adapter, so the simulator stands in for the
+containers. `recovered` is the one recovery predicate both backends' DBs answer with, over what
+they read (`Recovering`).
 """
 
 from __future__ import annotations
