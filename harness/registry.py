@@ -47,9 +47,6 @@ def preflight(spec: RunSpec) -> RunSpec:
     if spec.provisioner not in PROVISIONERS:
         raise UsageError(f"unknown provisioner {spec.provisioner!r}; choose one of: {', '.join(PROVISIONERS)}")
     if spec.provisioner == "sim":
-        if "subscribe" in spec.sub_via:
-            raise UsageError("the simulator's client does not speak the consumer-group protocol yet: "
-                             "use --sub-via assign with --provisioner sim, or run subscribe on containers")
         if spec.leave_running:
             raise UsageError("--leave-running needs containers: a simulated cluster ends with its run")
     elif spec.check_determinism:

@@ -11,7 +11,8 @@ run does (`harness/run.py`). What differs is only below the seams, here:
   Admin, Net, Clock, Disk — over the simulator's models, plus replica dumps, node logs and what the
   recovery predicate reads;
 - `SimKafka` (`workloads.kafka.KafkaConnection`): the queue client's Kafka calls, played by
-  `logsim.client.SimKafkaClient` with a Kafka client's semantics.
+  `logsim.client.SimKafkaClient` with a Kafka client's semantics, and in subscribe mode by
+  `logsim.group.SimGroupConsumer`, which speaks the group protocol to the production coordinator.
 Nothing in a simulated run reads a wall clock or waits for a thread, so a seed gives one history,
 byte for byte, and `chaos replay` reproduces it. Every random stream comes from `kernel.rng`.
 """
@@ -25,11 +26,11 @@ from typing import Any, TypeVar
 from logsim.admin import SimAdmin
 from logsim.client import SimKafkaClient
 from logsim.cluster import SimCluster
+from logsim.group import SimGroupConsumer
 
 from kernel import layout
 from kernel.capabilities import Cut
 from kernel.db import Cluster, LeaderEnd, PartitionState, recovered
-from kernel.errors import UsageError
 from kernel.node import Node, node_names
 from kernel.rng import rng as seeded
 from kernel.spec import RunSpec
@@ -38,6 +39,7 @@ from kernel.workload import ClientContext
 T = TypeVar("T")
 SETTLE_S = 5.0  # brokers register and elect a controller before the topic is made
 TOPIC_TIMEOUT_S = 60.0
+FETCH_COMMITTED_TIMEOUT_S = 2.0  # as the container client's: an OffsetFetch that takes longer is left out
 ZK_PORTS = {layout.ZK_CLIENT_PORT, layout.ZK_PEER_PORT, layout.ZK_ELECTION_PORT}
 
 
@@ -248,7 +250,7 @@ class SimDB:
         return SimKafka(SimKafkaClient(self.sim.net, self.sim.names, node.name, spec.topic,
                                        seeded(spec.seed, "sim", "client", ctx.process),
                                        acks=-1 if spec.acks == "all" else int(spec.acks),
-                                       idempotent=spec.idempotence))
+                                       idempotent=spec.idempotence), spec.partitions)
 
 
 class SimActivity:
@@ -298,11 +300,14 @@ class SimRuntime:
 
 
 class SimKafka:
-    """`workloads.kafka.KafkaConnection` over the simulated client (assign mode; the simulated client
-    does not speak the group protocol yet, so subscribe runs are refused before they start)."""
+    """`workloads.kafka.KafkaConnection` over the simulated client: assign mode through
+    `logsim.client.SimKafkaClient`, subscribe mode through `logsim.group.SimGroupConsumer` (the
+    group protocol, against the production group coordinator)."""
 
-    def __init__(self, client: SimKafkaClient) -> None:
+    def __init__(self, client: SimKafkaClient, partitions: int) -> None:
         self.k = client
+        self.partitions = partitions
+        self.group: SimGroupConsumer | None = None
 
     async def send_many(self, sends: list[tuple[int, int]]) -> list[tuple[str, Any, str | None]]:
         return await self.k.send_many(sends)
@@ -311,23 +316,44 @@ class SimKafka:
         self.k.assign(keys)
 
     async def poll(self, timeout_s: float) -> dict[str, list[list[int]]]:
+        if self.group is not None:
+            await self.group.rejoin_if_asked()
         return await self.k.poll(timeout_s)
 
     async def watermarks(self, keys: list[int]) -> dict[int, int]:
         return await self.k.high_watermarks(keys)
 
     async def subscribe(self, group: str) -> list[dict[str, list[int]]]:
-        raise UsageError("the simulated client does not speak the consumer-group protocol yet")
+        gone = await self.group.leave() if self.group is not None else []
+        self.k.assign([])
+        self.group = SimGroupConsumer(self.k, group, self.partitions)
+        return gone
 
     def take_rebalances(self) -> list[dict[str, list[int]]]:
-        return []
+        if self.group is None:
+            return []
+        got, self.group.rebalances = self.group.rebalances, []
+        return got
 
     async def fetch_committed(self) -> dict[str, Any]:
-        return {}
+        if self.group is None or not self.group.assigned:
+            return {}
+        got = await self.group.committed(self.group.assigned, timeout=FETCH_COMMITTED_TIMEOUT_S)
+        return {"fetched-commits": {str(k): o for k, o in sorted(got.items())}} if got else {}
 
     async def commit(self, read: dict[str, list[list[int]]]) -> dict[str, Any]:
-        return {}
+        if self.group is None:
+            return {}
+        nxt = {int(k): pairs[-1][0] + 1 for k, pairs in read.items() if pairs and int(k) in self.group.assigned}
+        if not nxt:
+            return {}
+        acked, error = await self.group.commit(nxt)
+        out: dict[str, Any] = {"commits": {str(k): o for k, o in sorted(acked.items())}} if acked or not error else {}
+        return out | ({"commit-error": error} if error else {})
 
     def close(self) -> None:
-        return None
-
+        """A member leaves its group on the way out (LeaveGroup, not awaited: a closing client does not
+        wait for the coordinator's answer)."""
+        if self.group is not None:
+            asyncio.ensure_future(self.group.leave())
+            self.group = None

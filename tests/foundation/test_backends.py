@@ -73,8 +73,6 @@ def test_every_family_is_acted_out_by_both_backends() -> None:
 
 
 @pytest.mark.parametrize(("values", "says"), [
-    ({"provisioner": "sim", "sub_via": "subscribe"}, "simulator's client does not speak the consumer-group"),
-    ({"provisioner": "sim", "sub_via": "assign,subscribe"}, "simulator's client does not speak the consumer-group"),
     ({"provisioner": "sim", "leave_running": True}, "--leave-running needs containers"),
     ({"check_determinism": True}, "--check-determinism needs --provisioner sim"),
 ])
@@ -83,9 +81,16 @@ def test_combinations_a_backend_cannot_do_are_one_sentence(values: dict[str, Any
         build_test(build_spec(values))
 
 
-def test_the_cli_refuses_subscribe_on_the_simulator_with_exit_3(tmp_path: Path) -> None:
-    out = subprocess.run([CHAOS, "run", "--provisioner", "sim", "--sub-via", "subscribe", "--store",
+@pytest.mark.parametrize("sub_via", ["assign", "subscribe", "assign,subscribe"])
+@pytest.mark.parametrize("provisioner", ["sim", "docker"])
+def test_both_consumer_modes_run_on_both_backends(provisioner: str, sub_via: str) -> None:
+    assert build_test(build_spec({"provisioner": provisioner, "sub_via": sub_via})).spec.sub_via == tuple(
+        sub_via.split(","))
+
+
+def test_the_cli_refuses_what_the_simulator_cannot_do_with_exit_3(tmp_path: Path) -> None:
+    out = subprocess.run([CHAOS, "run", "--provisioner", "sim", "--leave-running", "--store",
                           str(tmp_path / "store")], capture_output=True, text=True, timeout=120)
     assert out.returncode == 3, out.stderr
-    assert len(out.stderr.strip().splitlines()) == 1 and "consumer-group protocol" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "--leave-running needs containers" in out.stderr
     assert not (tmp_path / "store").exists()  # refused before anything started
