@@ -43,6 +43,7 @@ TARGETED = {
     "ack-before-replication": ("kill,power-loss", 2.0, 20.0),
     "local-isr-shrink": ("partition-one,partition-leader,partition-one-way,kill-leader", 14.0, 60.0),
     "stale-epoch-accepted": ("stale-orders", 14.0, 60.0),
+    "lost-disk-in-isr": ("disk-loss", 10.0, 60.0),
 }
 #: the composition that acts each switch's scenario out (nemesis/: one file per composition)
 COMPOSED = {
@@ -50,6 +51,7 @@ COMPOSED = {
     "ack-before-replication": ("double-failover", 14.0, 60.0),
     "local-isr-shrink": ("lagging-follower", 14.0, 60.0),
     "stale-epoch-accepted": ("stale-orders", 14.0, 60.0),
+    "lost-disk-in-isr": ("disk-loss-last-isr", 14.0, 60.0),
 }
 #: the full default mix: no --nemesis (every family and composition the simulator has)
 FULL_MIX = (None, 10.0, 60.0)
