@@ -149,7 +149,7 @@ class Controller:
             st, version = got
         self.state.partitions[(topic, p)] = PartitionInfo(asg, st, version)
 
-    async def _elect_where_needed(self, gone: set[int] | None = None, lost: dict[int, int] | None = None
+    async def _elect_where_needed(self, gone: set[int] | None = None, lost: dict[int, str] | None = None
                                   ) -> list[Key]:
         """Seed 003 A: partitions whose leader is gone get a new one; dead replicas leave the ISR.
         `gone`: registered brokers to treat as dead all the same (bounced ones, see below). `lost`:
@@ -170,8 +170,8 @@ class Controller:
                 new = PartitionState(st.leader, st.leader_epoch + 1, tuple(r for r in isr if r in live),
                                      self.state.epoch)
             else:
-                e = elect_leader(info.replicas, isr, live, unclean_allowed=self.unclean_allowed(topic),
-                                 elr=tuple(r for r in st.elr if r not in out))
+                elr = () if self.settings.ignore_lost_data else tuple(r for r in st.elr if r not in out)
+                e = elect_leader(info.replicas, isr, live, unclean_allowed=self.unclean_allowed(topic), elr=elr)
                 if e.leader == -1 and st.leader == -1 and e.isr == st.isr and not out & set(st.elr):
                     continue
                 if e.unclean:
@@ -185,9 +185,9 @@ class Controller:
                 changed.append((topic, p))
         return changed
 
-    async def _read_brokers(self) -> dict[int, int]:
-        """Read the live brokers (and watch them); those whose registration says they lost their data
-        and that no controller has handled yet, with their broker epochs."""
+    async def _read_brokers(self) -> dict[int, str]:
+        """Read the live brokers (and watch them); those whose registration says their process lost its
+        data and that no controller has handled yet, with the incarnation of that process."""
         assert self.state is not None
         regs = await self.store(self.zk.registrations, self.watch("brokers", self.on_brokers_changed))
         self.state.brokers = {b: (r.host, r.port, r.epoch) for b, r in regs.items()}
@@ -195,18 +195,18 @@ class Controller:
             return {}
         lost = {}
         for b, r in sorted(regs.items()):
-            if r.lost_data and await self.store(self.zk.lost_data_handled, b) != r.epoch:
-                lost[b] = r.epoch
+            if r.lost_data and await self.store(self.zk.lost_data_handled, b) != r.lost_data:
+                lost[b] = r.lost_data
         if lost:
             log.warning("controller: brokers %s came back without their data: out of every ISR until they "
                         "catch up", sorted(lost))
         return lost
 
-    async def _handled(self, lost: dict[int, int]) -> None:
-        """Record that these lost-data registrations are handled (after their ISR changes are written)."""
-        for b, epoch in sorted(lost.items()):
+    async def _handled(self, lost: dict[int, str]) -> None:
+        """Record that these lost-data processes are handled (after their ISR changes are written)."""
+        for b, incarnation in sorted(lost.items()):
             if self.state is not None:
-                await self.store(self.zk.mark_lost_data_handled, b, epoch)
+                await self.store(self.zk.mark_lost_data_handled, b, incarnation)
 
     def min_insync(self, topic: str) -> int:
         """The topic's `min.insync.replicas` override, else the broker setting."""

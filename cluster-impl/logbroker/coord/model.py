@@ -37,13 +37,14 @@ class PartitionState:
 @dataclass(frozen=True, slots=True)
 class Registration:
     """A live broker's registration: where it listens, its broker epoch (the znode's czxid, KIP-380),
-    and whether it started without its data (its log directory had no meta file: KIP-966's unclean
-    restart, a replaced disk)."""
+    and, when its process started without its data (its log directory had no meta file: KIP-966's
+    unclean restart, a replaced disk), that process's incarnation (every registration of that
+    process carries it, so a controller handles the loss once per process, not per session)."""
 
     host: str
     port: int
     epoch: int
-    lost_data: bool = False
+    lost_data: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,11 +64,12 @@ class ZkStore:
         return self.zk.state == KazooState.CONNECTED
 
     # --- brokers -------------------------------------------------------------------------------
-    def register_broker(self, bid: int, host: str, port: int, lost_data: bool = False) -> int:
+    def register_broker(self, bid: int, host: str, port: int, lost_data: str = "") -> int:
         """Create our ephemeral registration; its creation zxid is our broker epoch (seed 003, KIP-380).
-        `lost_data`: this process found its log directory without its meta file (KIP-966)."""
+        `lost_data`: this process's incarnation, when it found its log directory without its meta file
+        (KIP-966)."""
         path = paths.broker(bid)
-        body = json.dumps({"host": host, "port": port, **({"lost_data": True} if lost_data else {})}).encode()
+        body = json.dumps({"host": host, "port": port, **({"lost_data": lost_data} if lost_data else {})}).encode()
         try:
             self.zk.create(path, body, ephemeral=True)
         except NodeExistsError:
@@ -87,27 +88,27 @@ class ZkStore:
             except NoNodeError:
                 continue
             d = json.loads(raw)
-            out[int(child)] = Registration(d["host"], int(d["port"]), int(stat.czxid), bool(d.get("lost_data")))
+            out[int(child)] = Registration(d["host"], int(d["port"]), int(stat.czxid), str(d.get("lost_data") or ""))
         return out
 
     def live_brokers(self, watch: Watch | None = None) -> dict[int, tuple[str, int, int]]:
         """broker id -> (host, port, broker epoch)."""
         return {b: (r.host, r.port, r.epoch) for b, r in self.registrations(watch).items()}
 
-    def lost_data_handled(self, bid: int) -> int | None:
-        """The broker epoch of the broker's last lost-data registration a controller has handled."""
+    def lost_data_handled(self, bid: int) -> str | None:
+        """The incarnation of the broker's last lost-data process a controller has handled."""
         try:
             raw, _ = self.zk.get(paths.lost_data_handled(bid))
         except NoNodeError:
             return None
-        return int(raw)
+        return bytes(raw).decode()
 
-    def mark_lost_data_handled(self, bid: int, epoch: int) -> None:
+    def mark_lost_data_handled(self, bid: int, incarnation: str) -> None:
         path = paths.lost_data_handled(bid)
         try:
-            self.zk.create(path, str(epoch).encode(), makepath=True)
+            self.zk.create(path, incarnation.encode(), makepath=True)
         except NodeExistsError:
-            self.zk.set(path, str(epoch).encode())
+            self.zk.set(path, incarnation.encode())
 
     # --- controller ----------------------------------------------------------------------------
     def try_become_controller(self, bid: int) -> int | None:

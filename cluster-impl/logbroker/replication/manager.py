@@ -92,7 +92,7 @@ class ReplicaManager:
             offload=offload)
         self.admin = ControllerAdmin(core, self.controller)
         self.broker_epoch = -1
-        self.lost_data = False  # this process found its log directory without our meta file
+        self.lost_data = ""  # this process's incarnation, when it found its log directory without our meta file
         self.state = ReplicaState(self.bid, frozenset(self.bugs))
         self.fetchers = FetcherPool(core, self._endpoint, FetcherSettings(
             self.bid, wait_ms=cfg.replica_fetch_wait_max_ms, truncate_to_hw=Bug.TRUNCATE_TO_HW in self.bugs), net)
@@ -119,18 +119,19 @@ class ReplicaManager:
         await self._run_for_controller()
         log.info("broker %d registered with epoch %d", self.bid, self.broker_epoch)
 
-    def _claim_log_dir(self) -> bool:
-        """True when the log directory has no meta file of ours: this broker starts without whatever
-        data it had (a first start, or a replaced disk — KIP-966's unclean restart). The controller
-        then keeps it out of every ISR and leadership until it has caught up. The file is written now
-        (atomically, fsynced), so only the first start after a loss says so."""
+    def _claim_log_dir(self) -> str:
+        """This process's incarnation (the broker id and its start time) when the log directory has no
+        meta file of ours: the broker starts without whatever data it had (a first start, or a replaced
+        disk — KIP-966's unclean restart), and every registration of this process says so, so that the
+        controller takes it out of every ISR and leadership once, until it has caught up. The file is
+        written now (atomically, fsynced), so only the first start after a loss says so; "" otherwise."""
         meta = self.cfg.log_dirs / META_FILE
         if meta.is_file():
-            return False
+            return ""
         write_atomically(meta, f"version=0\nbroker.id={self.bid}\n")
         log.warning("broker %d: no %s in %s; registering as a broker that lost its data", self.bid, META_FILE,
                     self.cfg.log_dirs)
-        return True
+        return f"{self.bid}@{self.core.clock.now_ms()}"
 
     async def stop_async(self) -> None:
         """SIGTERM: stop fetching, give up the controller role, close the ZooKeeper session. Closing
