@@ -34,6 +34,7 @@ TARGETED: dict[str, tuple[str, ...]] = {
     "truncate-to-hw": ("double-failover",),
     "local-isr-shrink": ("lagging-follower-kill-leader", "lagging-follower-pause-leader"),
     "stale-epoch-accepted": ("stale-orders",),
+    "lost-disk-in-isr": ("disk-loss-last-isr",),
 }
 FULL = DEFAULT_NEMESIS
 

@@ -1,10 +1,12 @@
 """The phases of a run, each a context manager that undoes itself whatever stops the run.
 
 provisioned → deployed → armed (the nemesis, healed on the way out) → recorded (workers for the
-time limit) → healed (and recovered?) → drained → collected → checked. `RunRecord` is the run's
-store directory and history; every phase marks itself in `test.json` (`phase`, `phases` timings),
-so an interrupted run says where it stopped. Cleanup runs `shielded()`: a second Ctrl-C or a
-SIGTERM during teardown is remembered, not obeyed, until the containers and rules are gone.
+time limit) → healed (and recovered?) → drained → collected → checked. The same phases run on every
+backend: what waits in them goes through the test's runtime (`kernel/runtime.py`: threads and the
+wall clock in containers, the simulator's loop on virtual time). `RunRecord` is the run's store
+directory and history; every phase marks itself in `test.json` (`phase`, `phases` timings, in wall
+seconds), so an interrupted run says where it stopped. Cleanup runs `shielded()`: a second Ctrl-C or
+a SIGTERM during teardown is remembered, not obeyed, until the containers and rules are gone.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from typing import Any
 
 from harness.pool import WorkerPool
 from harness.progress import live_progress
+from harness.runtime import ThreadRuntime
 from harness.signals import shielded
 from kernel.db import DB, Cluster, HasLogFiles, HasReplicaDumps
 from kernel.errors import ChaosError
 from kernel.history import HistoryWriter
-from kernel.nemesis import NemesisContext
+from kernel.nemesis import NemesisContext, PlannedFault
+from kernel.runtime import Runtime
 from kernel.store import RunDir
 from kernel.test import Test
 from nemesis.runner import NemesisRunner
@@ -33,14 +37,26 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class RunRecord:
-    """The run directory, its history and where the run is: what survives any way the run ends."""
+    """The run directory, its history and where the run is: what survives any way the run ends.
+    The history's `time` counts from `start_clock()` (the workload's start) on the runtime's clock."""
 
     rd: RunDir
-    history: HistoryWriter
+    runtime: Runtime
     say: Callable[[str], None] = print
     phase: str = "start"
     seconds: dict[str, float] = field(default_factory=dict)
     _t: float = field(default_factory=time.monotonic)
+    _t0: float = 0.0
+    history: HistoryWriter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.history = HistoryWriter(self.rd.history, clock=self._now_ns)
+
+    def _now_ns(self) -> int:
+        return int(round((self.runtime.now() - self._t0) * 1e9))
+
+    def start_clock(self) -> None:
+        self._t0 = self.runtime.now()
 
     @property
     def path(self) -> Path:
@@ -58,7 +74,7 @@ class RunRecord:
 def recording(test: Test, say: Callable[[str], None]) -> Iterator[RunRecord]:
     rd = RunDir.create(test.spec)
     rd.write_meta(**(test.info or {}))
-    rec = RunRecord(rd, HistoryWriter(rd.history), say)
+    rec = RunRecord(rd, test.runtime, say)
     try:
         yield rec
     finally:
@@ -122,12 +138,15 @@ def deployed(test: Test, cluster: Cluster, rec: RunRecord) -> Iterator[DB]:
 
 
 @contextlib.contextmanager
-def armed(test: Test, cluster: Cluster, db: DB, rec: RunRecord) -> Iterator[NemesisRunner]:
-    """The fault schedule planned and saved; every fault healed on the way out, however we leave."""
-    faults = test.nemesis.plan(cluster.names)
+def armed(test: Test, cluster: Cluster, db: DB, rec: RunRecord, faults: list[PlannedFault] | None = None
+          ) -> Iterator[NemesisRunner]:
+    """The fault schedule planned (or `faults`, a shrunk one) and saved; every fault healed on the
+    way out, however we leave."""
+    if faults is None:
+        faults = test.nemesis.plan(cluster.names)
     rec.rd.write_meta(schedule=[f.to_json() for f in faults])
     ctx = NemesisContext(cluster, db, test.spec.topic, test.spec.partitions, test.spec.seed)
-    runner = NemesisRunner(ctx, test.nemesis.families, faults, rec.history)
+    runner = NemesisRunner(ctx, test.nemesis.families, faults, rec.history, test.runtime)
     try:
         yield runner
     finally:
@@ -139,16 +158,16 @@ def recorded(test: Test, cluster: Cluster, db: DB, runner: NemesisRunner, rec: R
              progress: bool) -> WorkerPool:
     """Workers and faults together for the time limit; the workers are joined before returning."""
     rec.enter("workload")
-    spec = test.spec
-    pool = WorkerPool(test.workload, spec, rec.history, cluster, db)
-    rec.history.start_clock()
-    t0 = time.monotonic()
+    spec, rt = test.spec, test.runtime
+    pool = WorkerPool(test.workload, spec, rec.history, cluster, db.client_address, test.connect, rt)
+    rec.start_clock()
+    t0 = rt.now()
     runner.start()
     pool.start()
     try:
-        with live_progress(spec, rec.history, runner, t0, enabled=progress):
-            while time.monotonic() - t0 < spec.time_limit:
-                time.sleep(0.2)
+        with live_progress(spec, rec.history, runner, rt.now, enabled=progress):
+            while (now := rt.now()) < t0 + spec.time_limit:
+                rt.pass_time(min(0.2, t0 + spec.time_limit - now))
                 if runner.error is not None:
                     raise ChaosError(f"the nemesis failed: {runner.error}")
     finally:
@@ -162,21 +181,23 @@ def healed(test: Test, db: DB, runner: NemesisRunner, rec: RunRecord) -> bool:
     rec.enter("heal")
     runner.heal()
     spec = test.spec
-    return wait_recovered(db, spec.topic, spec.partitions, spec.replication_factor, spec.recovery_timeout)
+    return wait_recovered(db, spec.topic, spec.partitions, spec.replication_factor, spec.recovery_timeout,
+                          runtime=test.runtime)
 
 
 def wait_recovered(db: DB, topic: str, partitions: int, replication_factor: int, timeout_s: float, *,
-                   settle_s: float = 1.0, poll_s: float = 0.5) -> bool:
+                   settle_s: float = 1.0, poll_s: float = 0.5, runtime: Runtime | None = None) -> bool:
     """Poll until `db.recovered` holds and has held for `settle_s`; False once `timeout_s` has passed
     without a whole picture (one that became whole by then may finish its settle time after it).
 
     Why a settle time: a broker that restarts re-registers in ZooKeeper a moment before the
     controller reacts to it (it drops the broker from every ISR and leadership, then lets it back),
     so one look at that moment sees a whole cluster that is about to change."""
-    deadline = time.monotonic() + timeout_s
+    rt = runtime or ThreadRuntime()
+    deadline = rt.now() + timeout_s
     since: float | None = None
     while True:
-        now = time.monotonic()
+        now = rt.now()
         if db.recovered(topic, partitions, replication_factor):
             since = now if since is None else since
             if now - since >= settle_s:
@@ -185,7 +206,7 @@ def wait_recovered(db: DB, topic: str, partitions: int, replication_factor: int,
             since = None
         if since is None and now >= deadline:
             return False
-        time.sleep(poll_s)
+        rt.pass_time(poll_s)
 
 
 def drained(pool: WorkerPool, rec: RunRecord) -> bool:
@@ -208,8 +229,5 @@ def collected(cluster: Cluster, db: DB, rec: RunRecord) -> None:
         if isinstance(db, HasLogFiles):
             logs = rec.path / "nodes" / n.name
             logs.mkdir(parents=True, exist_ok=True)
-            for path in db.log_files(n):
-                try:
-                    (logs / Path(path).name).write_bytes(cluster.remotes[n.name].get(path))
-                except ChaosError as e:
-                    log.warning("%s: could not copy %s: %s", n.name, path, e)
+            for name, data in db.logs(n).items():
+                (logs / Path(name).name).write_bytes(data)

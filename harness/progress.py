@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rich.console import Console
@@ -13,15 +12,18 @@ from rich.live import Live
 
 
 @contextlib.contextmanager
-def live_progress(spec: Any, history: Any, nemesis: Any, t0: float, *, enabled: bool = True) -> Iterator[None]:
+def live_progress(spec: Any, history: Any, nemesis: Any, clock: Callable[[], float], *,
+                  enabled: bool = True) -> Iterator[None]:
+    """`clock`: the run's time (the runtime's: simulated seconds in the simulator)."""
     if not enabled:
         yield
         return
     console = Console(stderr=True)
     stop = threading.Event()
+    t0 = clock()
 
     def line() -> str:
-        el = time.monotonic() - t0
+        el = clock() - t0
         c = history.counts
         faults = ", ".join(nemesis.active_faults()) or "none"
         return (f"[bold]{spec.name}[/] seed {spec.seed}  {el:5.1f}s / {spec.time_limit:.0f}s  "

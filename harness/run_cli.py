@@ -82,6 +82,11 @@ def run(config_file: Path | None, test_count: int, no_progress: bool, **flags: A
     for i in range(test_count):
         s = build_spec({"seed": spec.seed + i}, base=spec)
         out = do_run(build_test(s), progress=not no_progress)
+        if s.check_determinism:
+            from harness.determinism import check_determinism
+
+            check_determinism(s, out.run_dir / "history.jsonl")
+            click.echo(f"seed {s.seed}: two simulations wrote the identical history", err=True)
         click.echo(f"run {i + 1}/{test_count} seed {s.seed}: {_label(out.valid)} — {out.run_dir}", err=True)
         if out.exit_code != 0:
             click.echo(f"reproduce with: chaos replay {out.run_dir}", err=True)
@@ -148,14 +153,14 @@ def _side_by_side(title: tuple[str, str], a: list[str], b: list[str]) -> list[st
 def _replay_simulated(run_dir: Path, meta: dict[str, Any], spec: RunSpec, *, check: bool = True) -> Any:
     """A simulated run again — with its saved schedule when it was shrunk — and its history compared
     with the original byte for byte (a difference is a bug in the simulator, exit 7)."""
-    from harness.provision.sim import Nondeterminism, first_difference
+    from harness.determinism import Nondeterminism, first_difference
     from harness.registry import build_test
-    from harness.run import run_simulated
+    from harness.run import run
     from kernel.nemesis import PlannedFault
 
     faults = [PlannedFault.from_json(f) for f in meta.get("schedule", [])] if meta.get("schedule_shrunk") else None
-    out = run_simulated(build_test(spec), faults=faults, check=check,
-                        extra_meta={"replay_of": str(run_dir), "schedule_shrunk": faults is not None})
+    out = run(build_test(spec), progress=False, faults=faults, check=check,
+              extra_meta={"replay_of": str(run_dir), "schedule_shrunk": faults is not None})
     diff = first_difference(run_dir / "history.jsonl", out.run_dir / "history.jsonl")
     if diff is not None:
         line, a, b = diff

@@ -6,7 +6,7 @@ schedule, and save the smallest failing run as a normal run directory with its c
   Python, for loss and divergence), so an obvious failure stops the search within seconds.
 - Every `check_batch` seeds (sooner when their histories and replica dumps reach `BATCH_BYTES`),
   the batch's run directories are judged by the real checker as one
-  Spark job keyed by run (`results.check.check_runs`, on the parent's one warm session): every
+  Spark job keyed by run (`harness.registry.judge_many`, on the parent's one warm session): every
   anomaly the checks know, not only the screen's subset, so a seed the screen passes but the
   checks call invalid is found too. The batch is also checked when the screen finds a seed, so a
   smaller failing seed the screen passed wins. (The screen's own finding is not overruled: it is
@@ -23,6 +23,7 @@ schedule, and save the smallest failing run as a normal run directory with its c
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import multiprocessing
 import shutil
 import tempfile
@@ -32,12 +33,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.provision.sim import simulate
 from harness.provision.sim_screen import screen
+from harness.registry import build_test, judge_many
+from harness.run import run
 from kernel.nemesis import PlannedFault
-from kernel.node import node_names
 from kernel.spec import RunSpec, build_spec
-from kernel.store import RunDir
 
 
 @dataclass
@@ -62,18 +62,6 @@ class SearchOutcome:
     spark_checked: int = 0  # seeds those jobs judged
 
 
-def _plan(spec: RunSpec) -> list[PlannedFault]:
-    from harness.registry import build_test
-
-    return build_test(spec).nemesis.plan(node_names(spec.nodes))
-
-
-def _workload(spec: RunSpec) -> Any:
-    from workloads.registry import get_workload
-
-    return get_workload(spec.workload)
-
-
 @dataclass
 class Simulated:
     """One seed's simulation, as a worker process returns it."""
@@ -86,32 +74,35 @@ class Simulated:
     run_dir: str | None  # kept for the batch's Spark check; None when the scratch was removed
 
 
+def simulate(spec: RunSpec, store: str | Path, faults: list[PlannedFault] | None = None) -> tuple[Path, dict[str, Any]]:
+    """One seed through the one pipeline (`harness.run.run`, unchecked) into `store`: its run
+    directory and test.json. `faults`: a schedule to play instead of the seed's."""
+    out = run(build_test(replace(spec, store=str(store))), progress=False, say=lambda _: None, check=False,
+              faults=faults)
+    return out.run_dir, json.loads((out.run_dir / "test.json").read_text())
+
+
 def simulate_and_screen(spec_json: dict[str, Any], faults_json: list[dict[str, Any]] | None,
                         keep_in: str | None = None) -> Simulated:
-    """In a worker process: one seed (with its own schedule, or `faults_json`) into a scratch run
-    directory, screened; the directory is kept under `keep_in` (with a test.json, so the checker can
-    judge it) for the caller's batch check, else removed."""
+    """In a worker process: one seed (with its own schedule, or `faults_json`) run by the one pipeline
+    (`harness.run.run`, unchecked) into a scratch store, screened; the run directory is kept under
+    `keep_in` (its test.json lets the checker judge it) for the caller's batch check, else removed."""
     spec = build_spec(spec_json)
-    faults = _plan(spec) if faults_json is None else [PlannedFault.from_json(f) for f in faults_json]
-    d = Path(tempfile.mkdtemp(prefix=f"seed-{spec.seed}-", dir=keep_in))
+    faults = None if faults_json is None else [PlannedFault.from_json(f) for f in faults_json]
+    store = tempfile.mkdtemp(prefix=f"seed-{spec.seed}-", dir=keep_in)
     t0 = time.monotonic()
     try:
-        out = simulate(spec, _workload(spec), faults, d, lambda _: None)
-        if keep_in is not None:  # the batch's checker reads it; the screen does not
-            RunDir(d, spec, {"seed": spec.seed, "config": spec.to_json(), "provisioner": "sim", "complete": True,
-                             "schedule": [f.to_json() for f in faults], "recovered": out.recovered,
-                             "drained": out.drained, "ops": out.ops, "sim_seconds": round(out.sim_seconds, 3)}
-                   ).write_meta()
-        found = screen(d, idempotent=spec.idempotence)
-        if not (out.recovered and out.drained):  # liveness: after the heal every partition must get a
-            found["not-recovered"] = 1  # leader and a full ISR and the drain must finish, in simulated time
+        run_dir, meta = simulate(spec, store, faults)
+        found = screen(run_dir, idempotent=spec.idempotence)
+        if not (meta["recovered"] and meta["drained"]):  # liveness: after the heal every partition must get
+            found["not-recovered"] = 1  # a leader and a full ISR and the drain must finish, in simulated time
     except BaseException:
-        shutil.rmtree(d, ignore_errors=True)
+        shutil.rmtree(store, ignore_errors=True)
         raise
     if keep_in is None:
-        shutil.rmtree(d, ignore_errors=True)
-    return Simulated(spec.seed, found, out.sim_seconds, time.monotonic() - t0, [f.to_json() for f in faults],
-                     str(d) if keep_in is not None else None)
+        shutil.rmtree(store, ignore_errors=True)
+    return Simulated(spec.seed, found, float(meta.get("sim_seconds", 0.0)), time.monotonic() - t0,
+                     list(meta["schedule"]), str(run_dir) if keep_in is not None else None)
 
 
 #: a batch is judged once its histories and replica dumps reach this size, whatever --check-batch
@@ -130,18 +121,16 @@ def spark_judge(run_dirs: list[str], spark_master: str | None = None,
     """The real checker over many scratch runs as one Spark job: per run, its bad anomalies and
     their counts ({} when valid; `{"elle-cli": 1}` when only elle-cli found it invalid), or None
     when the checker could not judge it (unknown, or an error), which is said and not counted."""
-    from results.check import CheckResult, check_runs
-
     out: list[dict[str, int] | None] = []
-    for d, r in zip(run_dirs, check_runs([Path(d) for d in run_dirs], spark_master=spark_master, write=False,
-                                         perf=False), strict=True):
-        if isinstance(r, CheckResult) and r.valid is False:
+    for d, r in zip(run_dirs, judge_many([Path(d) for d in run_dirs], spark_master), strict=True):
+        judged = not isinstance(r, Exception)
+        if judged and r.valid is False:
             bad = {t: int(r.anomalies.get(t, {}).get("count", 1)) for t in r.bad_error_types}
             out.append(bad or {"elle-cli": 1})
-        elif isinstance(r, CheckResult) and r.valid is True:
+        elif judged and r.valid is True:
             out.append({})
         else:
-            why = str(r) if not isinstance(r, CheckResult) else "; ".join(r.warnings) or "verdict unknown"
+            why = str(r) if not judged else "; ".join(r.warnings) or "verdict unknown"
             say(f"the checker could not judge {Path(d).name}: {why}")
             out.append(None)
     return out

@@ -68,7 +68,7 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
     budget ran out with every seed clean.
     """
     from harness.registry import build_test
-    from harness.run import run_simulated
+    from harness.run import run
     from harness.sim_search import search, seed_spec
     from kernel.spec import build_spec
 
@@ -91,11 +91,11 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
     say(f"seed {out.found.seed} failed after {out.time_to_detect_s:.1f} s: {out.found.anomalies}; "
         f"schedule shrunk from {len(out.found.faults)} to {len(out.shrunk)} faults in {out.shrink_steps} steps")
     spec = seed_spec(base, out.found.seed, rates)
-    result = run_simulated(build_test(spec, spark_master=spark_master), say, faults=out.shrunk, check=not no_check,
-                           extra_meta={"schedule_shrunk": True, "search": {
-                               "seeds": out.seeds, "time_to_detect_s": round(out.time_to_detect_s or 0, 3),
-                               "found_by": out.found.judge, "found": out.found.anomalies, "original_schedule": [
-                                   f.to_json() for f in out.found.faults]}})
+    search_meta = {"seeds": out.seeds, "time_to_detect_s": round(out.time_to_detect_s or 0, 3),
+                   "found_by": out.found.judge, "found": out.found.anomalies,
+                   "original_schedule": [f.to_json() for f in out.found.faults]}
+    result = run(build_test(spec, spark_master=spark_master), progress=False, say=say, faults=out.shrunk,
+                 check=not no_check, extra_meta={"schedule_shrunk": True, "search": search_meta})
     say(f"saved: {result.run_dir}")
     say(f"reproduce with: chaos replay {result.run_dir}")
     return 1

@@ -7,6 +7,8 @@
 - `store`: the run directory layout
 - `history`: the op model, its one writer and its one reader (Python and Spark)
 - `db`, `workload`, `nemesis`, `checker`, `test`: the Protocols and values a test is made of
+- `runtime`, `capabilities`: the seams between the backends (how time passes and activities run;
+  what faults act through), so a run is one code path on containers and on the simulator
 
 Arrows point down only (DESIGN.md "Layers"): parts (`workloads`, `nemesis`, `results`, the DB
 adapters and provisioners) import this package; the orchestrator (`harness`) imports both.

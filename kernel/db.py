@@ -2,9 +2,11 @@
 
 A DB is the deployment of the system under test on a cluster of nodes. The orchestrator needs only
 `DB` (set up, create the workload's topic, say whether the cluster recovered, tear down); nemeses
-need the capabilities they use (`Killable`, `Pausable`, `ClusterView`, `Reassignable`); the
-collect phase needs `HasLogFiles` and `HasReplicaDumps`. A fault family is typed against these,
-never against a concrete adapter, so the simulator can stand in for the containers.
+need the capabilities they use (`Killable`, `Pausable`, `ClusterView`, `Reassignable`, and those of
+`kernel/capabilities.py`); the collect phase needs `HasLogFiles` and `HasReplicaDumps`. A fault
+family is typed against these, never against a concrete adapter, so the simulator stands in for the
+containers. `recovered` is the one recovery predicate both backends' DBs answer with, over what
+they read (`Recovering`).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ class DB(Protocol):
         ...
 
     def recovered(self, topic: str, partitions: int, replication_factor: int) -> bool:
-        """Every partition has a leader and its full ISR (asked after the heal)."""
+        """The cluster is whole again (asked after the heal): `recovered(...)` below, on both backends."""
         ...
 
     def client_address(self, node: Node) -> str:
@@ -101,9 +103,11 @@ class Pausable(Protocol):
 
 @runtime_checkable
 class HasLogFiles(Protocol):
-    """Knows which files on a node are worth copying back into the run store."""
+    """Knows which of a node's log files are worth keeping in the run store."""
 
-    def log_files(self, node: Node) -> list[str]: ...
+    def logs(self, node: Node) -> dict[str, bytes]:
+        """File name -> content of every log worth keeping (one that cannot be read is left out)."""
+        ...
 
 
 @runtime_checkable
@@ -145,3 +149,51 @@ class Reassignable(Protocol):
     def assignment(self, topic: str, partition: int) -> dict[str, list[str]] | None:
         """{"replicas", "adding", "removing"} as node names; None if unknown."""
         ...
+
+
+@dataclass(frozen=True)
+class LeaderEnd:
+    """A partition's ends as its leader reports them: high watermark, log end, leader epoch."""
+
+    hw: int
+    leo: int
+    leader_epoch: int
+
+
+@runtime_checkable
+class Recovering(ClusterView, Protocol):
+    """What the recovery predicate reads, beyond the metadata."""
+
+    def leader_ends(self, topic: str, partitions: int) -> dict[int, LeaderEnd]:
+        """Each partition's ends as its current leader reports them; a partition whose leader does not
+        answer (or does not think it leads) is left out."""
+        ...
+
+    def restarts_registered(self) -> bool:
+        """Every broker started again since it was killed has registered anew in ZooKeeper."""
+        ...
+
+
+def recovered(view: Recovering, topic: str, partitions: int, replication_factor: int) -> bool:
+    """The one recovery predicate, for every backend: every broker restarted since its kill has
+    registered again; every partition has a leader and a full ISR; and each leader agrees it leads
+    (its leader epoch is the metadata's) and its high watermark has caught up with its log end.
+
+    Why each part: a killed process's ephemeral registration outlives it by up to a session, and
+    until the new process registers and the controller handles that restart (the broker then leaves
+    every ISR and leadership, KIP-380's broker epoch) the state znodes look whole but are about to
+    change. A leader that just restarted starts from its HW checkpoint (up to a second old) until its
+    followers fetch again, and a drain that took that HW as the end would stop short of acknowledged
+    records (the simulator's seed 5077). Callers also want the picture to hold a moment
+    (`harness.phases.wait_recovered`): the controller needs that moment to handle a registration."""
+    if not view.restarts_registered():
+        return False
+    states = [view.partition(topic, p) for p in range(partitions)]
+    if any(s is None or s.leader is None or len(s.isr) < replication_factor for s in states):
+        return False
+    ends = view.leader_ends(topic, partitions)
+    for p, s in enumerate(states):
+        e = ends.get(p)
+        if e is None or s is None or e.leader_epoch != s.leader_epoch or e.hw < e.leo:
+            return False
+    return True

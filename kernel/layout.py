@@ -16,6 +16,14 @@ BROKER_LOG = "/var/log/chaos/broker.log"
 BROKER_PIDFILE = "/run/chaos/broker.pid"
 BROKER_PORT = 9092
 
+# --- the broker's disk: a FUSE file system (the image's lazyfs) over BROKER_DISK, mounted at
+# BROKER_DATA, that forgets what was written and not fsynced when told the power went out (SIGUSR1)
+BROKER_DISK = "/var/lib/logbroker.disk"
+LAZYFS = "/opt/chaos/bin/lazyfs"
+LAZYFS_PIDFILE = "/run/chaos/lazyfs.pid"
+LAZYFS_REPORT = "/run/chaos/lazyfs.json"
+LAZYFS_LOG = "/var/log/chaos/lazyfs.log"
+
 # --- ZooKeeper (Debian's package; started with java directly, not the init script) ---
 ZK_CONFIG = "/etc/chaos/zoo.cfg"
 ZK_DATA = "/var/lib/chaos-zookeeper"

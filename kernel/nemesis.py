@@ -11,15 +11,17 @@ when the metadata cannot say — a partition with no leader, ZooKeeper out of re
 
 from __future__ import annotations
 
+import asyncio
 import random
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from kernel.capabilities import Clock, Disk, Net
 from kernel.db import DB, Cluster, ClusterView, Killable, Pausable, Reassignable
 from kernel.errors import UsageError
 from kernel.node import Node
+from kernel.runtime import Activity, Runtime
 
 Role = Literal["node", "leader", "controller", "follower"]
 
@@ -74,6 +76,17 @@ class Target:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Target:
         return cls(d["role"], d["node"], d.get("key"), bool(d.get("lagging", False)))
+
+
+def victim(kind: str, rng: random.Random, world: PlanWorld) -> Target:
+    """The one target of a single-victim kind: `leader` (a seeded key's), `controller`, or else a
+    seeded node (which is also the role targets' fallback)."""
+    fallback = rng.choice(world.nodes)
+    if kind == "leader":
+        return Target.leader(rng.randrange(world.partitions), fallback)
+    if kind == "controller":
+        return Target.controller(fallback)
+    return Target.of_node(fallback)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,21 +165,20 @@ class Resolved:
         return {"planned": self.target.describe(), "node": self.node.name, "how": self.how}
 
 
-class Cancelled(Exception):
-    """A composition stopped half-way because the run heals (the heal undoes what it did)."""
-
-
 def _no_record(f: str, value: dict[str, Any], fault: object) -> None:
     return None
 
 
 @dataclass
 class NemesisContext:
-    """What a fault acts on: the nodes, the deployed DB (through its capability Protocols), the topic.
+    """What a fault acts on: the nodes, the deployed DB (through its capability Protocols,
+    `kernel.capabilities`), the topic, and the runtime its background work runs on.
 
     `record(f, value, fault)` writes a nemesis op into the history: a composition records each step
     it takes as the plain start/stop op of the family it borrows (`start-kill`, `start-partition`),
-    with a step id `"<fault>.<n>"`, so plots and checks see exactly what happened and when."""
+    with a step id `"<fault>.<n>"`, so plots and checks see exactly what happened and when.
+    A step that waits awaits `ctx.sleep` (or `nemesis.steps.wait_for`): on either backend the heal
+    cancels it there, and the heal undoes what it did so far."""
 
     cluster: Cluster
     db: DB
@@ -174,12 +186,24 @@ class NemesisContext:
     partitions: int = 1
     seed: int = 0
     record: Callable[[str, dict[str, Any], object], None] = _no_record
-    stopping: threading.Event = field(default_factory=threading.Event)
+    runtime: Runtime | None = None
 
-    def sleep(self, seconds: float) -> None:
-        """Wait between a composition's steps; raise `Cancelled` at once if the run is healing."""
-        if self.stopping.wait(max(0.0, seconds)):
-            raise Cancelled("the run is healing")
+    async def sleep(self, seconds: float) -> None:
+        """Wait between a composition's steps (cancelled at once when the run heals)."""
+        await asyncio.sleep(max(0.0, seconds))
+
+    def spawn(self, name: str, coro: Coroutine[Any, Any, Any]) -> Activity:
+        """Background work of a fault that outlives its start call (a clock strobe)."""
+        if self.runtime is None:
+            coro.close()
+            raise UsageError("this nemesis context has no runtime to run background work on")
+        return self.runtime.spawn(name, coro)
+
+    def halt(self, activity: Activity, timeout_s: float = 5.0) -> None:
+        """Cancel what `spawn` started and wait (bounded) until it has stopped."""
+        activity.cancel()
+        if self.runtime is not None:
+            self.runtime.join([activity], timeout_s)
 
     @property
     def nodes(self) -> list[Node]:
@@ -208,6 +232,18 @@ class NemesisContext:
 
     def reassignable(self) -> Reassignable:
         db: Reassignable = self._as(Reassignable)
+        return db
+
+    def net(self) -> Net:
+        db: Net = self._as(Net)
+        return db
+
+    def clock(self) -> Clock:
+        db: Clock = self._as(Clock)
+        return db
+
+    def disk(self) -> Disk:
+        db: Disk = self._as(Disk)
         return db
 
     def resolve(self, target: Target) -> Resolved:
@@ -243,21 +279,26 @@ class NemesisContext:
 class Family(Protocol):
     """A fault family: plans its faults from the seed, starts and stops them, heals everything.
 
-    `start` returns what it did (the history op's value, including resolved targets); `stop` undoes
-    one fault; `heal` undoes every fault of the family whatever state it is in, and is idempotent.
-    A `composite` family (a composition of steps over time) has its start op written before it
-    begins, and records each step itself through `ctx.record`.
+    `needs`: the capability Protocols it acts through (`kernel.capabilities`); a backend whose DB
+    lacks one refuses the family before the run starts. `start` returns what it did (the history
+    op's value, including resolved targets); `stop` undoes one fault; `heal` undoes every fault of
+    the family whatever state it is in, and is idempotent. A `composite` family (a composition of
+    steps over time) has its start op written before it begins, records each step itself through
+    `ctx.record`, and fills `out` as it goes, so a heal half-way finds there what to undo (a plain
+    family returns its value and ignores `out`). `start` and `stop` are coroutines: what waits in
+    them awaits, and the runtime carries it out (`kernel/runtime.py`).
     """
 
     name: str
     kinds: tuple[str, ...]
     perf: FaultPerf
     composite: bool
+    needs: tuple[type, ...]
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan: ...
 
-    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]: ...
+    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]: ...
 
-    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]: ...
+    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]: ...
 
     def heal(self, ctx: NemesisContext) -> None: ...

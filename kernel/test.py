@@ -1,6 +1,9 @@
-"""A test is a record of objects, as Jepsen's test map: `Test(spec, db, workload, nemesis, checker,
-provisioner)`. The spec is plain data (what `test.json` holds); the rest are live parts built from it
-by the orchestrator's registries. `harness.run.run(test)` only nests the phases over it.
+"""A test is a record of objects, as Jepsen's test map: `Test(spec, provisioner, db, runtime, connect,
+workload, nemesis, checker)`. The spec is plain data (what `test.json` holds); the rest are live parts
+built from it by the orchestrator's registries. The backend is the provisioner, the DB (with the
+fault capabilities it implements), the runtime (`kernel/runtime.py`) and `connect` (how a client
+reaches the brokers): containers or the simulator, behind the same seams. `harness.run.run(test)`
+only nests the phases over it.
 """
 
 from __future__ import annotations
@@ -13,12 +16,13 @@ from kernel.checker import Checker
 from kernel.db import DB, Cluster
 from kernel.nemesis import Family, PlannedFault
 from kernel.node import Node
+from kernel.runtime import Runtime
 from kernel.spec import RunSpec
-from kernel.workload import Workload
+from kernel.workload import Connect, Workload
 
 
 class Provisioner(Protocol):
-    """Where nodes come from (docker containers, ssh hosts, later the simulator)."""
+    """Where nodes come from (docker containers, ssh hosts, the simulator)."""
 
     kind: str
     cluster: str
@@ -57,6 +61,8 @@ class Test:
     spec: RunSpec
     provisioner: Provisioner
     db: DB
+    runtime: Runtime
+    connect: Connect
     workload: Workload
     nemesis: NemesisPackage
     checker: Checker

@@ -38,24 +38,34 @@ class Completion:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
+#: the backend's way to a Kafka connection for one process (`workloads.kafka.KafkaConnection`):
+#: librdkafka in containers, the simulated client in the simulator
+Connect = Callable[["ClientContext", Node], Any]
+
+
 @dataclass(frozen=True, slots=True)
 class ClientContext:
-    """What a client needs to connect: the run's settings, its process number, where brokers are."""
+    """What a client needs to connect: the run's settings, its process number, where brokers are,
+    and the backend's `connect`."""
 
     spec: RunSpec
     process: int
     address_of: Callable[[Node], str]
     all_addresses: list[str]
+    connect: Connect
 
 
 class Client(Protocol):
-    """One process's connection to the system under test (Jepsen's client.clj)."""
+    """One process's connection to the system under test (Jepsen's client.clj).
+
+    `invoke` is a coroutine so one client serves both backends: in containers it runs on its
+    worker's own thread and may block there; in the simulator its awaits are the network's."""
 
     def open(self, node: Node) -> None:
         """Connect, bootstrapping from `node` (chosen from the seed by the pool)."""
         ...
 
-    def invoke(self, op: Invocation) -> Completion:
+    async def invoke(self, op: Invocation) -> Completion:
         """Do the op and say how it ended. Never raise for an outcome: a timeout is `info`."""
         ...
 

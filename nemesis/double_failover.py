@@ -27,9 +27,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from kernel.capabilities import ClusterView, Killable, Net
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
 from kernel.node import Node
-from nemesis.steps import Steps, cut, heal_all, mute, wait_for
+from nemesis.steps import Steps, cut, heal_all, leader_other_than, mute, wait_for
 
 
 class DoubleFailoverFamily:
@@ -37,6 +38,7 @@ class DoubleFailoverFamily:
     kinds: tuple[str, ...] = ("kill",)
     perf: FaultPerf = FaultPerf("start-double-failover", "stop-double-failover", "double failover", "#C0392B")
     composite: bool = True
+    needs: tuple[type, ...] = (Net, Killable, ClusterView)
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         key = rng.randrange(world.partitions)
@@ -45,47 +47,39 @@ class DoubleFailoverFamily:
                      "mute_s": round(rng.uniform(0.2, 0.6), 2), "session_timeout_s": world.session_timeout_s},
                     min_duration_s=3 * world.session_timeout_s + 5)
 
-    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
-        view, killer = ctx.view(), ctx.killable()
-        steps = Steps(ctx, fault)
+    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
+        view, steps, done = ctx.view(), Steps(ctx, fault), out.setdefault("steps", {})
         planned = int(fault.params["key"])
         ctrl = view.controller()
-        out: dict[str, Any] = {"kind": fault.kind, "planned_key": planned, "steps": {},
-                               "controller": ctrl.name if ctrl else None}
+        out.update(planned_key=planned, controller=ctrl.name if ctrl else None)
         roles = _roles(view, ctx.topic, ctx.partitions, planned, ctrl)
         if roles is None:
-            return {**out, "skipped": "no partition has a leader and two in-sync followers"}
+            out["skipped"] = "no partition has a leader and two in-sync followers"
+            return out
         key, l1, nxt, survivor = roles
         out.update(key=key, first_leader=l1.name, next_leader=nxt.name, survivor=survivor.name)
         m = mute(ctx, survivor, l1)
-        out["steps"]["mute"] = (steps.start("start-partition", m), m)
-        ctx.sleep(float(fault.params.get("mute_s", 0.0)))
+        done["mute"] = (steps.start("start-partition", m), m)
+        await ctx.sleep(float(fault.params.get("mute_s", 0.0)))
         c = cut(ctx, survivor, nxt)
-        out["steps"]["cut"] = (steps.start("start-partition", c), c)
-        killer.kill(l1)
-        out["steps"]["kill-first"] = (steps.start("start-kill", {"kind": "one", "nodes": [l1.name]}), l1.name)
+        done["cut"] = (steps.start("start-partition", c), c)
+        steps.kill(done, "kill-first", [l1])
         timeout = 4 * max(1.0, float(fault.params.get("session_timeout_s", 6.0)))
-        elected = wait_for(ctx, lambda: _leader_other_than(view, ctx.topic, key, {l1.name}), timeout)
+        elected = await wait_for(ctx, lambda: leader_other_than(ctx, key, {l1.name}), timeout)
         out["elected"] = elected.name if elected else None
         if elected is None or elected.name != nxt.name:
             return out  # nobody elected in time, or not the one predicted: the cut protects nothing
-        ctx.sleep(float(fault.params["settle_s"]))  # the survivor takes its LeaderAndIsr (and truncates)
-        killer.kill(nxt)
-        out["steps"]["kill-next"] = (steps.start("start-kill", {"kind": "one", "nodes": [nxt.name]}), nxt.name)
-        last = wait_for(ctx, lambda: _leader_other_than(view, ctx.topic, key, {l1.name, nxt.name}), timeout)
+        await ctx.sleep(float(fault.params["settle_s"]))  # the survivor takes its LeaderAndIsr (and truncates)
+        steps.kill(done, "kill-next", [nxt])
+        last = await wait_for(ctx, lambda: leader_other_than(ctx, key, {l1.name, nxt.name}), timeout)
         out["finally_elected"] = last.name if last else None
         return out
 
-    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
-        steps = Steps(ctx, fault)
-        done = started.get("steps", {})
+    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+        steps, done = Steps(ctx, fault), started.get("steps", {})
         steps.lift(done, ("cut", "mute"))
-        killer = ctx.killable()
         for step in ("kill-next", "kill-first"):  # the last one down comes back first
-            if step in done:
-                sid, name = done[step]
-                killer.start(ctx.node(name))
-                steps.stop(sid, "stop-kill", {"kind": "one", "restarted": [name]})
+            steps.restart(done, step)
         return {k: v for k, v in started.items() if k != "steps"}
 
     def heal(self, ctx: NemesisContext) -> None:
@@ -110,8 +104,3 @@ def _roles(view: Any, topic: str, partitions: int, planned: int, ctrl: Node | No
             return roles
         fallback = fallback or roles
     return fallback
-
-
-def _leader_other_than(view: Any, topic: str, key: int, gone: set[str]) -> Node | None:
-    n: Node | None = view.leader(topic, key)
-    return n if n is not None and n.name not in gone else None

@@ -1,7 +1,5 @@
-"""Grudges, as in Jepsen: node -> the nodes it drops packets from. Pure functions, then iptables.
-
-A dedicated chain `CHAOS` (jumped to from INPUT) holds every rule we add, so healing is flushing
-that chain and never touches anything else on the host.
+"""Grudges, as in Jepsen: node -> the nodes it drops packets from. Pure functions; the `Net`
+capability of each backend installs them (`harness/db/iptables.py` in containers).
 """
 
 from __future__ import annotations
@@ -9,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 Grudge = dict[str, list[str]]
-CHAIN = "CHAOS"
 
 
 def complete(components: Iterable[Iterable[str]]) -> Grudge:
@@ -42,47 +39,6 @@ def bridge(order: list[str]) -> Grudge:
     g.update({n: sorted(left) for n in right})
     g[b] = []
     return g
-
-
-def setup_commands() -> str:
-    return (f"iptables -N {CHAIN} 2>/dev/null; iptables -C INPUT -j {CHAIN} 2>/dev/null || "
-            f"iptables -I INPUT 1 -j {CHAIN}")
-
-
-def _rule_specs(sources: Iterable[str], ports: Iterable[int], probability: float | None,
-                from_ports: Iterable[int] = ()) -> list[str]:
-    """One iptables rule body per (source, port): drop, or with `probability` drop that share of
-    packets at random (iptables' `statistic` match: packet loss without netem). `ports` are the
-    destination ports here (requests to our services); `from_ports` are the source's ports (answers
-    to connections we opened: our requests still arrive, their replies do not)."""
-    chance = f" -m statistic --mode random --probability {probability:.3f}" if probability is not None else ""
-    ports, from_ports = tuple(ports), tuple(from_ports)
-    out = []
-    for ip in sources:
-        if ports or from_ports:
-            out += [f"{CHAIN} -s {ip} -p tcp --dport {p}{chance} -j DROP" for p in ports]
-            out += [f"{CHAIN} -s {ip} -p tcp --sport {p}{chance} -j DROP" for p in from_ports]
-        else:
-            out.append(f"{CHAIN} -s {ip}{chance} -j DROP")
-    return out
-
-
-def drop_commands(sources: Iterable[str], ports: Iterable[int] = (), probability: float | None = None,
-                  from_ports: Iterable[int] = ()) -> str:
-    """Rules on one node: drop packets from each source ip (optionally only to or from some tcp ports)."""
-    rules = [f"iptables -A {r}" for r in _rule_specs(sources, ports, probability, from_ports)]
-    return " && ".join([setup_commands()] + rules) if rules else setup_commands()
-
-
-def undrop_commands(sources: Iterable[str], ports: Iterable[int] = (), probability: float | None = None,
-                    from_ports: Iterable[int] = ()) -> str:
-    """Delete one instance of each rule `drop_commands` added (iptables -D), leaving other faults' rules."""
-    rules = [f"iptables -D {r} 2>/dev/null" for r in _rule_specs(sources, ports, probability, from_ports)]
-    return "; ".join(rules) + "; true"
-
-
-def heal_command() -> str:
-    return f"iptables -F {CHAIN} 2>/dev/null; true"
 
 
 def describe(g: Mapping[str, list[str]]) -> dict[str, list[str]]:

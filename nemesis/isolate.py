@@ -16,9 +16,8 @@ import random
 from typing import Any
 
 from kernel import layout
+from kernel.capabilities import Cut, Net
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
-from nemesis import grudge
-from nemesis.partition import apply, lift
 
 
 class IsolateFamily:
@@ -26,6 +25,7 @@ class IsolateFamily:
     kinds: tuple[str, ...] = ("zookeeper", "peers")
     perf: FaultPerf = FaultPerf("start-isolate", "stop-isolate", "isolation", "#F5B041")
     composite: bool = False
+    needs: tuple[type, ...] = (Net,)
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         fallback = rng.choice(world.nodes)
@@ -33,7 +33,7 @@ class IsolateFamily:
                              Target.of_node(fallback)])
         return Plan({"victim": victim}, {}, min_duration_s=world.session_timeout_s * 1.5 if kind == "zookeeper" else 0)
 
-    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
+    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
         hit = ctx.resolve(fault.targets["victim"])
         v = hit.node.name
         others = [n.name for n in ctx.nodes if n.name != v]
@@ -44,15 +44,13 @@ class IsolateFamily:
         else:
             g = {v: others, **{o: [v] for o in others}}
             ports = (layout.BROKER_PORT,)
-        apply(ctx, g, ports)
-        return {"kind": fault.kind, "node": v, "grudge": grudge.describe(g), "ports": list(ports),
-                "targets": {"victim": hit.to_json()}}
+        cut = Cut(g, ports)
+        ctx.net().drop(cut)
+        return {"kind": fault.kind, "node": v, **cut.to_json(), "targets": {"victim": hit.to_json()}}
 
-    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
-        lift(ctx, started["grudge"], started["ports"])
+    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+        ctx.net().lift(Cut.from_json(started))
         return {"kind": fault.kind, "node": started["node"], "healed": True}
 
     def heal(self, ctx: NemesisContext) -> None:
-        from nemesis.partition import PartitionFamily
-
-        PartitionFamily().heal(ctx)
+        ctx.net().heal_net()

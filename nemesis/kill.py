@@ -10,7 +10,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from kernel.capabilities import Killable
+from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target, victim
 
 
 class KillFamily:
@@ -18,27 +19,22 @@ class KillFamily:
     kinds: tuple[str, ...] = ("one", "leader", "controller", "all")
     perf: FaultPerf = FaultPerf("start-kill", "stop-kill", "kill", "#E9C3A0")
     composite: bool = False
+    needs: tuple[type, ...] = (Killable,)
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
-        fallback = rng.choice(world.nodes)
-        if kind == "all":
-            return Plan({n: Target.of_node(n) for n in world.nodes})
-        if kind == "leader":
-            return Plan({"victim": Target.leader(rng.randrange(world.partitions), fallback)})
-        if kind == "controller":
-            return Plan({"victim": Target.controller(fallback)})
-        return Plan({"victim": Target.of_node(fallback)})
+        one = victim(kind, rng, world)
+        return Plan({n: Target.of_node(n) for n in world.nodes} if kind == "all" else {"victim": one})
 
-    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
+    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
         db = ctx.killable()
         hits = {role: ctx.resolve(t) for role, t in fault.targets.items()}
-        out: dict[str, Any] = {"kind": fault.kind, "nodes": sorted({h.node.name for h in hits.values()}),
-                               "targets": {role: h.to_json() for role, h in hits.items()}}
-        for name in out["nodes"]:
+        value: dict[str, Any] = {"kind": fault.kind, "nodes": sorted({h.node.name for h in hits.values()}),
+                                 "targets": {role: h.to_json() for role, h in hits.items()}}
+        for name in value["nodes"]:
             db.kill(ctx.node(name))
-        return out
+        return value
 
-    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
         db = ctx.killable()
         for name in started["nodes"]:
             db.start(ctx.node(name))

@@ -29,6 +29,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from kernel.capabilities import ClusterView, Killable, Net, Pausable
 from kernel.db import PartitionState
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
 from nemesis.steps import Steps, cut, heal_all, key_led_elsewhere, wait_for
@@ -39,6 +40,7 @@ class LaggingFollowerFamily:
     kinds: tuple[str, ...] = ("kill-leader", "pause-leader", "kill-isr")
     perf: FaultPerf = FaultPerf("start-lagging-follower", "stop-lagging-follower", "lagging follower", "#1ABC9C")
     composite: bool = True
+    needs: tuple[type, ...] = (Net, Killable, Pausable, ClusterView)
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         key = rng.randrange(world.partitions)
@@ -47,72 +49,59 @@ class LaggingFollowerFamily:
                     {"key": key, "lag_s": round(lag, 2)},
                     min_duration_s=lag + (world.session_timeout_s * 2 if kind != "kill-leader" else 5))
 
-    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
-        view = ctx.view()
-        steps = Steps(ctx, fault)
+    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
+        view, steps, done = ctx.view(), Steps(ctx, fault), out.setdefault("steps", {})
         planned = int(fault.params["key"])
         ctrl = view.controller()
-        out: dict[str, Any] = {"kind": fault.kind, "planned_key": planned, "steps": {},
-                               "controller": ctrl.name if ctrl else None}
-        key, state = key_led_elsewhere(ctx, planned, ctrl, out)
-        out["key"] = key
+        out.update(planned_key=planned, controller=ctrl.name if ctrl else None)
+        key, state = await key_led_elsewhere(ctx, planned, ctrl, out)
         if state is None or state.leader is None:
-            return {**out, "skipped": "no partition has a leader other than the controller"}
+            return out
         leader = state.leader
         followers = [n for n in state.replicas if n.name != leader.name]
         if not followers:
-            return {**out, "skipped": "the partition has no follower"}
+            out["skipped"] = "the partition has no follower"
+            return out
         f = followers[0]
         out.update(leader=leader.name, follower=f.name)
         c = cut(ctx, f, leader)
-        out["steps"]["cut"] = (steps.start("start-partition", c), c)
+        done["cut"] = (steps.start("start-partition", c), c)
         if ctrl is not None and fault.kind != "kill-isr":
             c2 = cut(ctx, leader, ctrl)
-            out["steps"]["cut-controller"] = (steps.start("start-partition", c2), c2)
-        ctx.sleep(float(fault.params["lag_s"]))
+            done["cut-controller"] = (steps.start("start-partition", c2), c2)
+        await ctx.sleep(float(fault.params["lag_s"]))
         out["isr_before_failover"] = [n.name for n in state.isr]
         if fault.kind == "kill-isr":
             # The leader checks its followers' lag only now and then (every half replica lag time in
             # Kafka), and the shrink then crosses AlterIsr and ZooKeeper: on a loaded machine it can
             # land after lag_s. Killing before it would ask a different question (F still in the ISR),
             # so wait for it, at most another lag_s, and record whether it came.
-            shrunk = wait_for(ctx, lambda: _without(view.partition(ctx.topic, key), f.name),
-                              float(fault.params["lag_s"]))
+            shrunk = await wait_for(ctx, lambda: _without(view.partition(ctx.topic, key), f.name),
+                                    float(fault.params["lag_s"]))
             now = shrunk or view.partition(ctx.topic, key)
             out["follower_out_of_isr"] = shrunk is not None
             isr = now.isr if now is not None else state.isr
-            victims = [leader] + [n for n in isr if n.name not in (leader.name, f.name)]
             out["isr_when_killed"] = [n.name for n in isr]
-            for v in victims:
-                ctx.killable().kill(v)
-            names = [v.name for v in victims]
-            out["steps"]["down"] = (steps.start("start-kill", {"kind": "isr", "nodes": names}), names)
+            steps.kill(done, "down", [leader] + [n for n in isr if n.name not in (leader.name, f.name)], "isr")
             return out
         if fault.kind == "kill-leader":
-            ctx.killable().kill(leader)
-            out["steps"]["down"] = (steps.start("start-kill", {"kind": "one", "nodes": [leader.name]}), [leader.name])
+            steps.kill(done, "down", [leader])
         else:
             ctx.pausable().pause(leader, process="broker")
-            out["steps"]["down"] = (steps.start("start-pause", {"kind": "one", "node": leader.name,
-                                                                "process": "broker"}), [leader.name])
+            done["down"] = (steps.start("start-pause", {"kind": "one", "node": leader.name, "process": "broker"}),
+                            [leader.name])
         after = view.partition(ctx.topic, key)
         out["isr_when_leader_went"] = [n.name for n in after.isr] if after else None
         return out
 
-    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
-        steps = Steps(ctx, fault)
-        done = started.get("steps", {})
+    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+        steps, done = Steps(ctx, fault), started.get("steps", {})
         steps.lift(done, ("cut", "cut-controller"))
-        if "down" in done:
-            sid, names = done["down"]
-            if fault.kind == "pause-leader":
-                ctx.pausable().resume(ctx.node(names[0]), process="broker")
-                steps.stop(sid, "stop-pause", {"kind": "one", "node": names[0], "process": "broker"})
-            else:
-                for name in names:
-                    ctx.killable().start(ctx.node(name))
-                steps.stop(sid, "stop-kill", {"kind": "isr" if fault.kind == "kill-isr" else "one",
-                                              "restarted": list(names)})
+        if fault.kind == "pause-leader" and "down" in done:
+            sid, names = done.pop("down")
+            ctx.pausable().resume(ctx.node(names[0]), process="broker")
+            steps.stop(sid, "stop-pause", {"kind": "one", "node": names[0], "process": "broker"})
+        steps.restart(done, "down", "isr" if fault.kind == "kill-isr" else "one")
         return {k: v for k, v in started.items() if k != "steps"}
 
     def heal(self, ctx: NemesisContext) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from kernel.capabilities import Admin, ClusterView
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld
 
 
@@ -25,13 +26,14 @@ class MoveFamily:
     kinds: tuple[str, ...] = ("reassign", "elect")
     perf: FaultPerf = FaultPerf("start-move", "stop-move", "move", "#A0E9B4")
     composite: bool = False
+    needs: tuple[type, ...] = (Admin, ClusterView)
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         order = rng.sample(world.nodes, len(world.nodes))
         return Plan({}, {"key": rng.randrange(world.partitions), "order": order,
                          "replicas": min(world.replication_factor, len(world.nodes))})
 
-    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
+    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
         from kazoo.exceptions import KazooException
 
         db = ctx.reassignable()
@@ -50,11 +52,16 @@ class MoveFamily:
         except (KazooException, OSError) as e:  # ZooKeeper out of reach: recorded, the run goes on
             return {"kind": fault.kind, "partition": p, "error": f"{type(e).__name__}: {e}"}
 
-    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+        from kazoo.exceptions import KazooException
+
         p = int(fault.params["key"])
-        view = ctx.view()
-        state = view.partition(ctx.topic, p)
-        return {"kind": fault.kind, "partition": p, "assignment": ctx.reassignable().assignment(ctx.topic, p),
+        state = ctx.view().partition(ctx.topic, p)
+        try:
+            assignment = ctx.reassignable().assignment(ctx.topic, p)
+        except (KazooException, OSError):  # ZooKeeper out of reach: where it stands is unknown
+            assignment = None
+        return {"kind": fault.kind, "partition": p, "assignment": assignment,
                 "leader": state.leader.name if state and state.leader else None,
                 "isr": [n.name for n in state.isr] if state else None}
 

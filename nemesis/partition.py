@@ -15,6 +15,7 @@ import random
 from typing import Any
 
 from kernel import layout
+from kernel.capabilities import Cut, Net
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
 from nemesis import grudge
 
@@ -26,6 +27,7 @@ class PartitionFamily:
     kinds: tuple[str, ...] = ("halves", "one", "one-way", "bridge", "controller", "leader", "zookeeper", "flaky")
     perf: FaultPerf = FaultPerf("start-partition", "stop-partition", "partition", "#E9A4A0")
     composite: bool = False
+    needs: tuple[type, ...] = (Net,)
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         order = list(world.nodes)
@@ -40,55 +42,29 @@ class PartitionFamily:
             return Plan({"victim": Target.of_node(order[0])}, {"loss": round(rng.uniform(0.2, 0.6), 2)})
         return Plan({"victim": Target.of_node(order[0])})
 
-    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
+    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
         names = [n.name for n in ctx.nodes]
-        out: dict[str, Any] = {"kind": fault.kind}
+        value: dict[str, Any] = {"kind": fault.kind}
         ports: tuple[int, ...] = ()
-        loss = float(fault.params["loss"]) if fault.kind == "flaky" else None
         if fault.kind == "halves":
             g = grudge.halves(list(fault.params["order"]))
         elif fault.kind == "bridge":
             g = grudge.bridge(list(fault.params["order"]))
         else:
             hit = ctx.resolve(fault.targets["victim"])
-            out["targets"] = {"victim": hit.to_json()}
+            value["targets"] = {"victim": hit.to_json()}
             if fault.kind == "one-way":
                 g = grudge.one_way(hit.node.name, names)
             else:
                 ports = ZK_PORTS if fault.kind == "zookeeper" else ()
                 g = grudge.isolate(hit.node.name, names)
-        apply(ctx, g, ports, loss)
-        out["grudge"] = grudge.describe(g)
-        if ports:
-            out["ports"] = list(ports)
-        if loss is not None:
-            out["loss"] = loss
-        return out
+        cut = Cut(g, ports, loss=float(fault.params["loss"]) if fault.kind == "flaky" else None)
+        ctx.net().drop(cut)
+        return {**value, **cut.to_json()}
 
-    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
-        lift(ctx, started["grudge"], started.get("ports", ()), started.get("loss"))
+    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+        ctx.net().lift(Cut.from_json(started))
         return {"kind": fault.kind, "healed": sorted(started["grudge"])}
 
     def heal(self, ctx: NemesisContext) -> None:
-        for n in ctx.nodes:
-            ctx.cluster.remotes[n.name].exec(grudge.heal_command(), timeout=30, check=False)
-
-
-def apply(ctx: NemesisContext, g: grudge.Grudge, ports: tuple[int, ...] = (),
-          probability: float | None = None, from_ports: tuple[int, ...] = ()) -> None:
-    """Install a grudge: on each node, drop what comes from the nodes it holds a grudge against."""
-    ips = {n.name: n.ip for n in ctx.nodes}
-    for node, drops in g.items():
-        if drops:
-            cmd = grudge.drop_commands([ips[d] for d in drops], ports, probability, from_ports)
-            ctx.cluster.remotes[node].exec(cmd, timeout=30)
-
-
-def lift(ctx: NemesisContext, g: dict[str, list[str]], ports: Any = (), probability: float | None = None,
-         from_ports: Any = ()) -> None:
-    """Remove exactly the rules `apply` added for this grudge, so overlapping partitions stay in place."""
-    ips = {n.name: n.ip for n in ctx.nodes}
-    for node, drops in g.items():
-        if drops:
-            cmd = grudge.undrop_commands([ips[d] for d in drops], tuple(ports), probability, tuple(from_ports))
-            ctx.cluster.remotes[node].exec(cmd, timeout=30, check=False)
+        ctx.net().heal_net()

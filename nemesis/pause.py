@@ -11,7 +11,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from kernel.capabilities import Pausable
+from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, victim
 
 
 class PauseFamily:
@@ -19,22 +20,18 @@ class PauseFamily:
     kinds: tuple[str, ...] = ("one", "leader", "controller", "zookeeper")
     perf: FaultPerf = FaultPerf("start-pause", "stop-pause", "pause", "#C5A0E9")
     composite: bool = False
+    needs: tuple[type, ...] = (Pausable,)
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
-        fallback = rng.choice(world.nodes)
-        if kind == "leader":
-            return Plan({"victim": Target.leader(rng.randrange(world.partitions), fallback)})
-        if kind == "controller":
-            return Plan({"victim": Target.controller(fallback)})
-        return Plan({"victim": Target.of_node(fallback)})
+        return Plan({"victim": victim(kind, rng, world)})
 
-    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
+    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
         hit = ctx.resolve(fault.targets["victim"])
         process = "zookeeper" if fault.kind == "zookeeper" else "broker"
         ctx.pausable().pause(hit.node, process=process)
         return {"kind": fault.kind, "node": hit.node.name, "process": process, "targets": {"victim": hit.to_json()}}
 
-    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
         ctx.pausable().resume(ctx.node(started["node"]), process=started["process"])
         return {"kind": fault.kind, "node": started["node"], "process": started["process"]}
 

@@ -2,9 +2,10 @@
 
 Kinds: `all` (every broker), `majority` (a seeded majority). The brokers restart when the fault ends,
 one by one, in a seeded order with seeded delays (0-3 s), so the first to return may lead with
-whatever its log holds and the others truncate against it. A SIGKILL keeps the page cache, so this
-loses no un-fsynced data (the simulation backend can); what it tests is recovery and truncation
-order across a cluster-wide restart.
+whatever its log holds and the others truncate against it. Each victim's files lose what its
+broker wrote and did not fsync (the `Disk` capability: a FUSE file system that forgets unsynced
+writes in containers, the disk model in the simulator), so what it tests is durability, recovery
+and truncation order across a cluster-wide restart.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from kernel.capabilities import Disk, Killable
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
 
 
@@ -20,6 +22,7 @@ class PowerLossFamily:
     kinds: tuple[str, ...] = ("all", "majority")
     perf: FaultPerf = FaultPerf("start-power-loss", "stop-power-loss", "power loss", "#7B241C")
     composite: bool = False
+    needs: tuple[type, ...] = (Disk, Killable)
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         n = len(world.nodes) if kind == "all" else len(world.nodes) // 2 + 1
@@ -28,20 +31,19 @@ class PowerLossFamily:
         delays = [round(rng.uniform(0.0, 3.0), 2) for _ in order]
         return Plan({v: Target.of_node(v) for v in victims}, {"order": order, "delays_s": delays})
 
-    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
-        killer = ctx.killable()
+    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
+        disk = ctx.disk()
         nodes = sorted(ctx.resolve(t).node.name for t in fault.targets.values())
-        for name in nodes:
-            killer.kill(ctx.node(name))
-        return {"kind": fault.kind, "nodes": nodes}
+        lost = {name: disk.crash(ctx.node(name), lose_unfsynced=True) for name in nodes}
+        return {"kind": fault.kind, "nodes": nodes, "lost": {n: v for n, v in lost.items() if v}}
 
-    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
         killer = ctx.killable()
         order, delays = list(fault.params["order"]), list(fault.params["delays_s"])
         for name, delay in zip(order, delays, strict=True):
             killer.start(ctx.node(name))
             if delay:
-                ctx.sleep(delay)
+                await ctx.sleep(delay)
         return {"kind": fault.kind, "restarted": order, "delays_s": delays}
 
     def heal(self, ctx: NemesisContext) -> None:

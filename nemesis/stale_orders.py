@@ -21,12 +21,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kernel import layout
+from kernel.capabilities import ClusterView, Killable, Net
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
-from kernel.node import Node
-from nemesis import grudge
-from nemesis.partition import apply, lift
-from nemesis.steps import Steps, cut, heal_all, key_led_elsewhere, uncut, wait_for
+from nemesis.steps import Steps, cut, heal_all, key_led_elsewhere, leader_other_than, wait_for, zk_cut
 
 
 class StaleOrdersFamily:
@@ -34,6 +31,7 @@ class StaleOrdersFamily:
     kinds: tuple[str, ...] = ("controller",)
     perf: FaultPerf = FaultPerf("start-stale-orders", "stop-stale-orders", "stale orders", "#5D6D7E")
     composite: bool = True
+    needs: tuple[type, ...] = (Net, Killable, ClusterView)
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         key = rng.randrange(world.partitions)
@@ -42,65 +40,43 @@ class StaleOrdersFamily:
                      "settle_s": round(rng.uniform(2.0, 5.0), 2)},
                     min_duration_s=5 * world.session_timeout_s + 15)
 
-    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
-        view, killer = ctx.view(), ctx.killable()
-        steps = Steps(ctx, fault)
-        key = int(fault.params["key"])
+    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
+        view, steps, done = ctx.view(), Steps(ctx, fault), out.setdefault("steps", {})
         timeout = 4 * float(fault.params["session_timeout_s"])
-        out: dict[str, Any] = {"kind": fault.kind, "key": key, "steps": {}}
+        out["key"] = int(fault.params["key"])
         ctrl = view.controller()
         if ctrl is None or len(ctx.nodes) < 3:
-            return {**out, "skipped": "no controller" if ctrl is None else "fewer than three nodes"}
+            out["skipped"] = "no controller" if ctrl is None else "fewer than three nodes"
+            return out
         # A must lead something: killing it is what makes the controller issue the leader changes
         # whose late copies are the stale orders. (A node that leads nothing drew only harmless
         # UpdateMetadata to B, and the composition missed the planted bug.)
-        key, state = key_led_elsewhere(ctx, key, ctrl, out)
-        out["key"] = key
+        key, state = await key_led_elsewhere(ctx, out["key"], ctrl, out)
         if state is None or state.leader is None:
-            return {**out, "skipped": "no partition has a leader other than the controller"}
+            return out
         a = state.leader
         b = next(n for n in ctx.nodes if n.name not in (ctrl.name, a.name))
         out.update(controller=ctrl.name, restarted=a.name, receiver=b.name)
         c = cut(ctx, ctrl, b)
-        out["steps"]["cut"] = (steps.start("start-partition", c), c)
-        killer.kill(a)
-        sid = steps.start("start-kill", {"kind": "one", "nodes": [a.name]})
-        moved = wait_for(ctx, lambda: _elected_without(view, ctx.topic, key, a), timeout)
+        done["cut"] = (steps.start("start-partition", c), c)
+        steps.kill(done, "down", [a])  # a heal before the restart below restarts it and closes the step
+        moved = await wait_for(ctx, lambda: leader_other_than(ctx, key, {a.name}), timeout)
         out["reelected"] = moved.name if moved else None
-        killer.start(a)
-        steps.stop(sid, "stop-kill", {"kind": "one", "restarted": [a.name]})
-        zk = {n.name: [ctrl.name] for n in ctx.nodes}
-        apply(ctx, zk, (layout.ZK_CLIENT_PORT,))
-        iso = {"kind": "zookeeper", "grudge": grudge.describe(zk), "ports": [layout.ZK_CLIENT_PORT]}
-        out["steps"]["isolate"] = (steps.start("start-partition", iso), iso)
-        new = wait_for(ctx, lambda: (lambda n: n if n is not None and n.name != ctrl.name else None)(
+        steps.restart(done, "down")
+        iso = zk_cut(ctx, ctrl)
+        done["isolate"] = (steps.start("start-partition", iso), iso)
+        new = await wait_for(ctx, lambda: (lambda n: n if n is not None and n.name != ctrl.name else None)(
             view.controller()), timeout)
         out["new_controller"] = new.name if new else None
-        ctx.sleep(float(fault.params["settle_s"]))  # the new controller's orders go out, writes go on
-        sid, c = out["steps"].pop("cut")
-        uncut(ctx, c)
-        steps.stop(sid, "stop-partition", {"kind": "cut", "healed": sorted(c["grudge"])})
+        await ctx.sleep(float(fault.params["settle_s"]))  # the new controller's orders go out, writes go on
+        steps.lift(done, ("cut",))
         return out
 
-    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
-        steps = Steps(ctx, fault)
-        done = started.get("steps", {})
-        if "cut" in done:
-            sid, c = done["cut"]
-            uncut(ctx, c)
-            steps.stop(sid, "stop-partition", {"kind": "cut", "healed": sorted(c["grudge"])})
-        if "isolate" in done:
-            sid, iso = done["isolate"]
-            lift(ctx, iso["grudge"], iso["ports"])
-            steps.stop(sid, "stop-partition", {"kind": "zookeeper", "healed": sorted(iso["grudge"])})
-        if started.get("restarted"):
-            ctx.killable().start(ctx.node(started["restarted"]))
+    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+        steps, done = Steps(ctx, fault), started.get("steps", {})
+        steps.lift(done, ("cut", "isolate"))
+        steps.restart(done, "down")  # healed while the killed leader was still down
         return {k: v for k, v in started.items() if k != "steps"}
 
     def heal(self, ctx: NemesisContext) -> None:
         heal_all(ctx)
-
-
-def _elected_without(view: Any, topic: str, key: int, gone: Node) -> Node | None:
-    n: Node | None = view.leader(topic, key)
-    return n if n is not None and n.name != gone.name else None

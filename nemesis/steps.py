@@ -3,8 +3,8 @@
 A composition (double failover, lagging follower, ...) is a few plain faults in a careful order. Each
 step is recorded as the plain op of the family it borrows (`start-kill`, `start-partition`, and the
 matching stop) with a step id `"<fault>.<n>"` and `"of": <fault>`, so the history and the plots show
-exactly which node was hit when. Waits poll the cluster's metadata through `ClusterView` and stop at
-once when the run heals (`ctx.sleep` raises `Cancelled`).
+exactly which node was hit when. Cuts go through the `Net` capability, waits poll the metadata
+through `ClusterView`; a wait is an `await`, which the heal cancels on either backend.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from kernel import layout
+from kernel.capabilities import Cut
 from kernel.db import PartitionState
 from kernel.nemesis import NemesisContext, PlannedFault
 from kernel.node import Node
-from nemesis import grudge
-from nemesis.partition import apply, lift
 
 T = TypeVar("T")
 POLL_S = 0.1
@@ -30,7 +29,6 @@ class Steps:
         self.ctx = ctx
         self.fault = fault
         self.n = 0
-        self.open: dict[str, tuple[str, dict[str, Any]]] = {}
 
     def start(self, f: str, value: dict[str, Any]) -> str:
         self.n += 1
@@ -42,19 +40,32 @@ class Steps:
         self.ctx.record(f, {**value, "of": self.fault.id}, sid)
 
     def lift(self, done: dict[str, Any], names: tuple[str, ...]) -> None:
-        """Lift the recorded cuts/mutes `names` that were started, each closed by its stop op."""
+        """Lift the recorded cuts `names` that were started, each closed by its stop op."""
         for step in names:
             if step in done:
-                sid, c = done[step]
+                sid, c = done.pop(step)
                 uncut(self.ctx, c)
                 self.stop(sid, "stop-partition", {"kind": c["kind"], "healed": sorted(c["grudge"])})
 
+    def kill(self, done: dict[str, Any], step: str, nodes: list[Node], kind: str = "one") -> None:
+        """Kill `nodes` as the recorded step `step` (closed by `restart`)."""
+        for n in nodes:
+            self.ctx.killable().kill(n)
+        names = [n.name for n in nodes]
+        done[step] = (self.start("start-kill", {"kind": kind, "nodes": names}), names)
+
+    def restart(self, done: dict[str, Any], step: str, kind: str = "one") -> None:
+        """Start again what the kill step `step` killed, in order, and close the step."""
+        if step in done:
+            sid, names = done.pop(step)
+            for name in names:
+                self.ctx.killable().start(self.ctx.node(name))
+            self.stop(sid, "stop-kill", {"kind": kind, "restarted": list(names)})
+
 
 def heal_all(ctx: NemesisContext, *, resume: bool = False) -> None:
-    """A composition's heal: every rule of ours gone, every broker running (and resumed)."""
-    from nemesis.partition import PartitionFamily
-
-    PartitionFamily().heal(ctx)
+    """A composition's heal: every cut of ours gone, every broker running (and resumed)."""
+    ctx.net().heal_net()
     killer = ctx.killable()
     pauser = ctx.pausable() if resume else None
     for n in ctx.nodes:
@@ -63,12 +74,15 @@ def heal_all(ctx: NemesisContext, *, resume: bool = False) -> None:
         killer.start(n)
 
 
+def _drop(ctx: NemesisContext, kind: str, cut: Cut) -> dict[str, Any]:
+    ctx.net().drop(cut)
+    return {"kind": kind, **cut.to_json()}
+
+
 def cut(ctx: NemesisContext, frm: Node, to: Node) -> dict[str, Any]:
     """`frm` can no longer send to `to`'s broker port (its fetches and requests to `to` are dropped);
     everything else — ZooKeeper, `to`'s requests to `frm`, clients — still flows."""
-    g = {to.name: [frm.name]}
-    apply(ctx, g, (layout.BROKER_PORT,))
-    return {"kind": "cut", "grudge": grudge.describe(g), "ports": [layout.BROKER_PORT]}
+    return _drop(ctx, "cut", Cut({to.name: [frm.name]}, ports=(layout.BROKER_PORT,)))
 
 
 def mute(ctx: NemesisContext, listener: Node, speaker: Node) -> dict[str, Any]:
@@ -76,34 +90,43 @@ def mute(ctx: NemesisContext, listener: Node, speaker: Node) -> dict[str, Any]:
     still arrive there (an asymmetric, one-connection-direction loss). A follower muted this way has
     its last fetch counted by the leader — who may then acknowledge what it fetched — but never
     learns the high watermark that fetch moved: its view of what is committed goes stale."""
-    g = {listener.name: [speaker.name]}
-    apply(ctx, g, from_ports=(layout.BROKER_PORT,))
-    return {"kind": "mute", "grudge": grudge.describe(g), "from_ports": [layout.BROKER_PORT]}
+    return _drop(ctx, "mute", Cut({listener.name: [speaker.name]}, from_ports=(layout.BROKER_PORT,)))
+
+
+def zk_cut(ctx: NemesisContext, victim: Node) -> dict[str, Any]:
+    """Every ZooKeeper server (the victim's own too) drops the victim's client traffic."""
+    return _drop(ctx, "zookeeper", Cut({n.name: [victim.name] for n in ctx.nodes}, ports=(layout.ZK_CLIENT_PORT,)))
 
 
 def uncut(ctx: NemesisContext, started: dict[str, Any]) -> None:
-    """Lift what `cut` or `mute` installed."""
-    lift(ctx, started["grudge"], started.get("ports", ()), from_ports=started.get("from_ports", ()))
+    """Lift what `cut`, `mute` or `zk_cut` installed."""
+    ctx.net().lift(Cut.from_json(started))
 
 
-def wait_for(ctx: NemesisContext, probe: Callable[[], T | None], timeout_s: float) -> T | None:
+async def wait_for(ctx: NemesisContext, probe: Callable[[], T | None], timeout_s: float) -> T | None:
     """Poll `probe` until it returns something truthy or `timeout_s` passes (None)."""
     waited = 0.0
     while waited <= timeout_s:
         got = probe()
         if got:
             return got
-        ctx.sleep(POLL_S)
+        await ctx.sleep(POLL_S)
         waited += POLL_S
     return None
 
 
-def key_led_elsewhere(ctx: NemesisContext, planned: int, ctrl: Node | None, out: dict[str, Any]
-                      ) -> tuple[int, PartitionState | None]:
+def leader_other_than(ctx: NemesisContext, key: int, gone: set[str]) -> Node | None:
+    """The key's leader now, unless it is one of `gone` (a probe for `wait_for`)."""
+    n = ctx.view().leader(ctx.topic, key)
+    return n if n is not None and n.name not in gone else None
+
+
+async def key_led_elsewhere(ctx: NemesisContext, planned: int, ctrl: Node | None, out: dict[str, Any]
+                            ) -> tuple[int, PartitionState | None]:
     """The planned key, or the first after it, whose leader is not the controller `ctrl` (a
     composition about a leader and the controller needs them apart). If every leader is the
     controller (common after failovers), preferred leader elections are asked for first; that
-    request is recorded in `out`. (key, None) when no such leader appears."""
+    request is recorded in `out`. (key, None) when no such leader appears; the key goes in `out`."""
     view = ctx.view()
 
     def pick() -> tuple[int, PartitionState | None]:
@@ -115,8 +138,14 @@ def key_led_elsewhere(ctx: NemesisContext, planned: int, ctrl: Node | None, out:
 
     key, state = pick()
     if state is None and ctrl is not None:
-        out["preferred_election"] = ctx.reassignable().request_preferred_election(
-            ctx.topic, list(range(ctx.partitions)))
-        picked = wait_for(ctx, lambda: (lambda ks: ks if ks[1] is not None else None)(pick()), 10.0)
+        try:
+            out["preferred_election"] = ctx.reassignable().request_preferred_election(
+                ctx.topic, list(range(ctx.partitions)))
+        except Exception as e:  # the operator's ZooKeeper is out of reach: recorded, the wait decides
+            out["preferred_election"] = f"{type(e).__name__}: {e}"
+        picked = await wait_for(ctx, lambda: (lambda ks: ks if ks[1] is not None else None)(pick()), 10.0)
         key, state = picked if picked else (planned, None)
+    out["key"] = key
+    if state is None:
+        out["skipped"] = "no partition has a leader other than the controller"
     return key, state

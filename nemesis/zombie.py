@@ -13,7 +13,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from kernel.capabilities import Pausable
+from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, victim
 
 
 class ZombieFamily:
@@ -21,20 +22,19 @@ class ZombieFamily:
     kinds: tuple[str, ...] = ("leader", "controller")
     perf: FaultPerf = FaultPerf("start-zombie", "stop-zombie", "zombie", "#8E44AD")
     composite: bool = False
+    needs: tuple[type, ...] = (Pausable,)
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
-        fallback = rng.choice(world.nodes)
-        target = Target.leader(rng.randrange(world.partitions), fallback) if kind == "leader" \
-            else Target.controller(fallback)
+        target = victim(kind, rng, world)
         # past the session (and the controller's failover after it), with a seeded margin
         return Plan({"victim": target}, {}, min_duration_s=world.session_timeout_s * rng.uniform(1.6, 2.5))
 
-    def start(self, ctx: NemesisContext, fault: PlannedFault) -> dict[str, Any]:
+    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
         hit = ctx.resolve(fault.targets["victim"])
         ctx.pausable().pause(hit.node, process="broker")
         return {"kind": fault.kind, "node": hit.node.name, "targets": {"victim": hit.to_json()}}
 
-    def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
         ctx.pausable().resume(ctx.node(started["node"]), process="broker")
         return {"kind": fault.kind, "node": started["node"], "resumed": True}
 

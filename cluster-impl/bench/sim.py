@@ -31,10 +31,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "cluster-impl")]
 
-from harness.provision.sim import simulate  # noqa: E402
 from harness.registry import build_test  # noqa: E402
+from harness.run import run  # noqa: E402
 from harness.sim_search import search  # noqa: E402
-from kernel.node import node_names  # noqa: E402
 from kernel.spec import build_spec  # noqa: E402
 
 #: the faults that re-create each switch's scenario on the simulator: (families, interval s, time limit s);
@@ -44,31 +43,34 @@ TARGETED = {
     "ack-before-replication": ("kill,power-loss", 2.0, 20.0),
     "local-isr-shrink": ("partition-one,partition-leader,partition-one-way,kill-leader", 14.0, 60.0),
     "stale-epoch-accepted": ("stale-orders", 14.0, 60.0),
+    "lost-disk-in-isr": ("disk-loss", 10.0, 60.0),
 }
-#: the composition that acts each switch's scenario out (nemesis/compositions.py, sim_compositions.py)
+#: the composition that acts each switch's scenario out (nemesis/: one file per composition)
 COMPOSED = {
     "truncate-to-hw": ("double-failover", 14.0, 60.0),
     "ack-before-replication": ("double-failover", 14.0, 60.0),
     "local-isr-shrink": ("lagging-follower", 14.0, 60.0),
     "stale-epoch-accepted": ("stale-orders", 14.0, 60.0),
+    "lost-disk-in-isr": ("disk-loss-last-isr", 14.0, 60.0),
 }
 #: the full default mix: no --nemesis (every family and composition the simulator has)
 FULL_MIX = (None, 10.0, 60.0)
 
 
 def speed(rate: float, time_limit: float, seed: int) -> dict[str, Any]:
-    spec = build_spec({"provisioner": "sim", "nodes": 3, "time_limit": time_limit, "rate": rate, "seed": seed})
-    test = build_test(spec)
     d = Path(tempfile.mkdtemp(prefix="bench-sim-"))
+    spec = build_spec({"provisioner": "sim", "nodes": 3, "time_limit": time_limit, "rate": rate, "seed": seed,
+                       "store": str(d)})
     try:
         t0 = time.perf_counter()
-        out = simulate(spec, test.workload, test.nemesis.plan(node_names(3)), d, lambda _: None)
+        out = run(build_test(spec), progress=False, say=lambda _: None, check=False)
         wall = time.perf_counter() - t0
+        meta = json.loads((out.run_dir / "test.json").read_text())
     finally:
         shutil.rmtree(d, ignore_errors=True)
-    ops = out.ops.get("invoke", 0)
-    return {"rate_ops_s": rate, "time_limit_s": time_limit, "sim_seconds": round(out.sim_seconds, 1),
-            "wall_seconds": round(wall, 2), "sim_per_wall": round(out.sim_seconds / wall, 2), "client_ops": ops,
+    ops, sim_seconds = meta["ops"].get("invoke", 0), float(meta["sim_seconds"])
+    return {"rate_ops_s": rate, "time_limit_s": time_limit, "sim_seconds": round(sim_seconds, 1),
+            "wall_seconds": round(wall, 2), "sim_per_wall": round(sim_seconds / wall, 2), "client_ops": ops,
             "wall_ms_per_op": round(wall * 1000 / ops, 3) if ops else None}
 
 

@@ -45,6 +45,9 @@ class Bug(StrEnum):
     #: and the producer is told CONCURRENT_TRANSACTIONS for good (KAFKA-16352, "Transaction may get
     #: stuck in PrepareCommit or PrepareAbort state", Kafka 3.7).
     FORGET_PREPARED_TXNS = "forget-prepared-txns"
+    #: The controller ignores that a broker came back without its log directory, keeping it in the ISR
+    #: and electing it, and knows no eligible leader replicas: Kafka's ZooKeeper mode (KIP-966 "Motivation").
+    LOST_DISK_IN_ISR = "lost-disk-in-isr"
 
 
 def parse_bugs(names: Iterable[str]) -> frozenset[Bug]:

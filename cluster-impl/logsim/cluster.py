@@ -23,6 +23,8 @@ from logbroker.dump import dump_partition
 from logsim.loop import NODE, SimLoop
 from logsim.network import SimNetwork
 from logsim.node import SimNode
+from logsim.rng import Streams
+from logsim.rng import streams as rng_streams
 from logsim.zookeeper import ZooKeeperModel
 
 #: broker settings of a simulated cluster (as the container deployment's, harness/db/logbroker.py)
@@ -56,10 +58,13 @@ def _scratch_root() -> Path:
 
 class SimCluster:
     def __init__(self, seed: int, n: int, *, settings: dict[str, str] | None = None, bugs: tuple[str, ...] = (),
-                 data_root: Path | None = None, log_level: int = logging.INFO) -> None:
+                 data_root: Path | None = None, log_level: int = logging.INFO, streams: Streams | None = None) -> None:
+        """`streams`: every random stream of the simulation, by path (default: `rng.streams(seed)`; the
+        harness passes its own `kernel.rng` rule)."""
         self.seed = seed
-        self.loop = SimLoop(seed)
-        self.net = SimNetwork(self.loop, seed)
+        self.streams = streams or rng_streams(seed)
+        self.loop = SimLoop(seed, self.streams("loop"))
+        self.net = SimNetwork(self.loop, seed, self.streams)
         self.names = [f"n{i + 1}" for i in range(n)]
         self.zk = ZooKeeperModel(self.loop, self.names, self.zk_reachable)
         self.zk_drops: Counter[tuple[str, str]] = Counter()  # (server, client): stacked ZooKeeper-port grudges
@@ -69,7 +74,7 @@ class SimCluster:
         self.nodes = {name: SimNode(self, name, i + 1, self.settings, bugs) for i, name in enumerate(self.names)}
         self._logs = NodeLogs(self)
         self._log_level = log_level
-        self._rng = random.Random(f"logsim/cluster/{seed}")
+        self._rng = self.streams("power-loss")
 
     def __enter__(self) -> SimCluster:
         lg = logging.getLogger("logbroker")
@@ -112,7 +117,7 @@ class SimCluster:
                     self.zk_drops.pop((dst, src), None)
 
     def rng(self, *path: object) -> random.Random:
-        return random.Random("/".join(["logsim", str(self.seed), *map(str, path)]))
+        return self.streams(*path)
 
     # --- life cycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -162,6 +167,29 @@ class SimCluster:
         st = self._get(paths.partition_state(topic, p))
         return self.node_of(int(st["leader"])) if st and int(st["leader"]) >= 0 else None
 
+    def controller_epoch(self) -> int | None:
+        n = self.zk.nodes.get(paths.CONTROLLER_EPOCH)
+        return int(n.data) if n is not None and n.data else None
+
+    def registration(self, broker_id: int) -> int | None:
+        """The czxid of the broker's registration under /brokers/ids (its broker epoch), if any."""
+        n = self.zk.nodes.get(paths.broker(broker_id))
+        return n.czxid if n is not None else None
+
+    def leader_end(self, topic: str, p: int) -> tuple[int, int, int] | None:
+        """(high watermark, log end, leader epoch) as the partition's leader sees them; None when the
+        metadata names no leader, or its process is down or paused, or it does not think it leads."""
+        name = self.leader(topic, p)
+        node = self.nodes.get(name or "")
+        if node is None or node.core is None or node.paused:
+            return None
+        from logbroker.core.partition import TopicPartition
+
+        part = node.core.partitions.get(TopicPartition(topic, p))
+        if part is None or not part.is_leader():
+            return None
+        return part.hw, part.leo, part.leader_epoch
+
     def live_brokers(self) -> list[int]:
         ids = self.zk.nodes.get(paths.BROKER_IDS)
         return sorted(int(c) for c in ids.children) if ids is not None else []
@@ -199,5 +227,16 @@ class SimCluster:
         return out
 
     # --- faults ----------------------------------------------------------------------------------
-    def power_loss(self, name: str) -> None:
-        self.nodes[name].kill(power_loss=True, rng=self._rng)
+    def wipe(self, name: str) -> None:
+        """The node's log directory is lost (a replaced disk): nothing of it is left. The node must be
+        down; it starts again empty, with the same broker id."""
+        node = self.nodes[name]
+        if node.running:
+            raise RuntimeError(f"{name} is running: its disk can be lost only while it is down")
+        shutil.rmtree(node.data, ignore_errors=True)
+        node.disk.durable.clear()
+        node.note("disk lost: the log directory is gone")
+
+    def power_loss(self, name: str) -> dict[str, int]:
+        """The node loses power: bytes lost per replica directory."""
+        return self.nodes[name].kill(power_loss=True, rng=self._rng)

@@ -21,11 +21,14 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import heapq
+import inspect
 import logging
 import random
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from logsim.rng import stream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -55,11 +58,32 @@ class Incarnation:
         return ctx
 
 
+def _bury(h: asyncio.Handle) -> None:
+    """A dead incarnation's callback is dropped (SIGKILL: it never runs); if it was a task's step,
+    the task is buried."""
+    task = getattr(h._callback, "__self__", None)  # type: ignore[attr-defined]
+    if isinstance(task, asyncio.Task):
+        _bury_task(task)
+
+
+def _bury_task(task: asyncio.Task[Any]) -> None:
+    """A task of a dead incarnation: it will not be logged as destroyed while pending, and if it never
+    started — a connection that reached the process as it died — its coroutine is closed (and the
+    task cancelled, for the drain at shutdown), so it does not warn that it was never awaited when
+    collected (before, kills printed `coroutine 'BrokerServer._serve' was never awaited`)."""
+    task._log_destroy_pending = False  # type: ignore[attr-defined]
+    coro = task.get_coro()
+    if inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
+        task.cancel()
+        coro.close()
+
+
 class SimLoop(asyncio.BaseEventLoop):
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, jitter: random.Random | None = None) -> None:
+        """`jitter`: the tie-breaking stream (default: `rng.stream(seed, "sim", "loop")`)."""
         super().__init__()
         self._now = 0.0
-        self._jitter = random.Random(f"logsim/loop/{seed}")
+        self._jitter = jitter or stream(seed, "sim", "loop")
         self._seq = 0
         self.callbacks_run = 0
         self.set_exception_handler(self._on_exception)
@@ -122,6 +146,7 @@ class SimLoop(asyncio.BaseEventLoop):
             inc = ctx.get(NODE) if ctx is not None else None
             if inc is not None and not self.draining:
                 if inc.dead:
+                    _bury(h)
                     continue
                 if inc.paused:
                     inc.held.append(h)
@@ -162,9 +187,11 @@ class SimLoop(asyncio.BaseEventLoop):
     def kill(self, inc: Incarnation) -> None:
         """The incarnation's callbacks never run again; its pending tasks are left unfinished."""
         inc.dead = True
+        for h in inc.held:
+            _bury(h)
         inc.held.clear()
         for t in inc.tasks:
-            t._log_destroy_pending = False  # type: ignore[attr-defined]
+            _bury_task(t)
         inc.tasks.clear()
 
     def shutdown(self) -> None:

@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from logsim.loop import NODE, Incarnation, SimLoop
+from logsim.rng import Streams
+from logsim.rng import streams as rng_streams
 
 CONTROL = "control"
 BASE_DELAY_S = (0.0002, 0.001)  # a link's fixed part, seeded per link
@@ -157,9 +159,11 @@ class Listener:
 
 
 class SimNetwork:
-    def __init__(self, loop: SimLoop, seed: int) -> None:
+    def __init__(self, loop: SimLoop, seed: int, streams: Streams | None = None) -> None:
+        """`streams`: where each link's delays and losses come from (default: `rng.streams(seed)`)."""
         self.loop = loop
         self.seed = seed
+        self.streams = streams or rng_streams(seed)
         self.listeners: dict[tuple[str, int], Listener] = {}
         self.drops: Counter[tuple[str, str]] = Counter()  # (dst, src): dst drops packets from src
         self.flaky: dict[tuple[str, str], list[float]] = {}
@@ -174,7 +178,7 @@ class SimNetwork:
     def _link(self, src: str, dst: str) -> tuple[float, random.Random]:
         got = self._links.get((src, dst))
         if got is None:
-            r = random.Random(f"logsim/link/{self.seed}/{src}/{dst}")
+            r = self.streams("link", src, dst)
             got = self._links[(src, dst)] = (r.uniform(*BASE_DELAY_S), r)
         return got
 

@@ -109,11 +109,13 @@ class SimNode:
             await asyncio.sleep(0.5)
         await core.replication.start_async()  # type: ignore[attr-defined]
 
-    def kill(self, *, power_loss: bool = False, rng: random.Random | None = None) -> None:
-        """SIGKILL (files keep what was written), or a power loss (only what was fsynced)."""
+    def kill(self, *, power_loss: bool = False, rng: random.Random | None = None) -> dict[str, int]:
+        """SIGKILL (files keep what was written), or a power loss (only what was fsynced): the bytes a
+        power loss lost, per replica directory."""
         if not self.running:
-            return
+            return {}
         assert self.inc is not None and self.core is not None
+        lost: dict[str, int] = {}
         self.cluster.loop.kill(self.inc)
         self.cluster.net.process_died(self.inc, kernel_too=power_loss)
         if power_loss:
@@ -123,6 +125,7 @@ class SimNode:
             self.disk.crash(self.core)
         self.core = None
         self.server = None
+        return dict(sorted(lost.items()))
 
     def pause(self) -> None:
         if self.running and self.inc is not None:

@@ -22,13 +22,17 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from harness.db import zk_layout as zkp
 from harness.db import zookeeper
+from harness.db.iptables import IptablesNet
+from harness.db.offsets import leader_ends
 from harness.db.settings import BrokerSettings
 from kernel import layout
-from kernel.db import Cluster, PartitionState
-from kernel.errors import ProvisionError, RemoteError, UsageError
+from kernel.capabilities import Cut
+from kernel.db import Cluster, LeaderEnd, PartitionState, recovered
+from kernel.errors import ChaosError, ProvisionError, RemoteError, UsageError
 from kernel.node import Node
 from kernel.remote import Remote
 
@@ -102,7 +106,8 @@ def check_bugs(names: tuple[str, ...]) -> None:
 
 
 class LogbrokerDB:
-    """Implements DB, Killable, Pausable, HasLogFiles, HasReplicaDumps, ClusterView and Reassignable."""
+    """Implements DB, Killable, Pausable, HasLogFiles, HasReplicaDumps, ClusterView, Reassignable
+    (Admin), and the fault capabilities Net (iptables), Clock (libfaketime) and Disk (lazyfs)."""
 
     def __init__(self, settings: BrokerSettings) -> None:
         self.settings = settings
@@ -169,14 +174,12 @@ class LogbrokerDB:
             time.sleep(0.3)
 
     def recovered(self, topic: str, partitions: int, replication_factor: int) -> bool:
-        """Every partition has a leader and a full ISR, and every broker we (re)started has registered
-        again. A killed process's ephemeral registration outlives it by up to a session, and until the
-        new process registers and the controller handles that restart (the broker then leaves every
-        ISR and leadership, KIP-380's broker epoch), the state znodes look whole but are about to
-        change; a run or test that read them then would act on a stale picture. Callers that wait for
-        recovery also want the picture to hold a moment (`harness.phases.wait_recovered`): the
-        controller needs that moment to handle a registration."""
-        if self._restarting:  # read the registrations only while a restart is unconfirmed
+        return recovered(self, topic, partitions, replication_factor)
+
+    def restarts_registered(self) -> bool:
+        """Every broker we (re)started has a newer registration than it had then (read only while a
+        restart is unconfirmed)."""
+        if self._restarting:
             registered = self._registrations()
             if registered is None:
                 return False
@@ -184,11 +187,20 @@ class LogbrokerDB:
                 if registered.get(bid, old) == old:
                     return False
                 self._restarting.pop(bid, None)
-        for p in range(partitions):
-            s = self.partition(topic, p)
-            if s is None or s.leader is None or len(s.isr) < replication_factor:
-                return False
         return True
+
+    def leader_ends(self, topic: str, partitions: int) -> dict[int, LeaderEnd]:
+        """Asked of each partition's leader with ListOffsets (a replica's ListOffsets gets the log end)."""
+        by_leader: dict[str, list[int]] = {}
+        for p in range(partitions):
+            leader = self.leader(topic, p)
+            if leader is not None:
+                by_leader.setdefault(leader.name, []).append(p)
+        out: dict[int, LeaderEnd] = {}
+        for name, keys in by_leader.items():
+            node = next(n for n in self.nodes if n.name == name)
+            out.update(leader_ends(self.client_address(node), self.broker_id(node), topic, keys))
+        return out
 
     def _registrations(self, timeout: float = 3.0) -> dict[int, int] | None:
         """Broker id -> the czxid of its current registration under /brokers/ids; None when ZooKeeper
@@ -252,15 +264,18 @@ class LogbrokerDB:
             self.resume(node, process=process)
         self.kill(node)
         self.kill_zookeeper(node)
+        self._unmount_disk(node)
         self._r(node).exec(
-            f"rm -rf {layout.BROKER_DATA} {layout.ZK_DATA} /dev/shm/faketime_shm_* ; "
+            f"rm -rf {layout.BROKER_DATA} {layout.BROKER_DISK} {layout.ZK_DATA} /dev/shm/faketime_shm_* ; "
             f"echo +0 > {layout.FAKETIME_FILE}",
             timeout=30,
         )
 
     def _install_configs(self, node: Node) -> None:
         r = self._r(node)
-        r.exec(f"mkdir -p /etc/chaos {layout.LOG_DIR} {layout.RUN_DIR} {layout.BROKER_DATA} {layout.ZK_DATA}")
+        r.exec(f"mkdir -p /etc/chaos {layout.LOG_DIR} {layout.RUN_DIR} {layout.BROKER_DATA} {layout.BROKER_DISK} "
+               f"{layout.ZK_DATA}")
+        self._mount_disk(node)
         r.put(layout.ZK_CONFIG, zookeeper.zoo_cfg(self.nodes).encode())
         r.put(f"{layout.ZK_DATA}/myid", f"{zookeeper.myid(self.nodes, node)}\n".encode())
         r.put(layout.BROKER_CONFIG, broker_properties(self.nodes, node, self.settings).encode())
@@ -327,9 +342,73 @@ class LogbrokerDB:
         pidfile = self._pidfile(process)
         self._r(node).exec(f"[ -f {pidfile} ] && kill -{sig} $(cat {pidfile}) 2>/dev/null; true", timeout=15)
 
+    # --- Disk: the broker's data directory on lazyfs (harness/image/files/opt/chaos/bin/lazyfs) --------
+    def _mount_disk(self, node: Node) -> None:
+        """Mount lazyfs over the broker's data directory, unless it is mounted or the host has no lazyfs
+        (an ssh host: the disk families are refused there before a run starts)."""
+        d, pid = layout.BROKER_DATA, layout.LAZYFS_PIDFILE
+        self._r(node).exec(
+            f"[ -x {layout.LAZYFS} ] || exit 0; mountpoint -q {d} && exit 0; rm -f {pid}; "
+            f"setsid {layout.LAZYFS} {layout.BROKER_DISK} {d} --pidfile {pid} --report {layout.LAZYFS_REPORT} "
+            f">>{layout.LAZYFS_LOG} 2>&1 </dev/null & "
+            f"for i in $(seq 100); do [ -f {pid} ] && mountpoint -q {d} && exit 0; sleep 0.1; done; "
+            f"echo 'lazyfs did not mount {d}; see {layout.LAZYFS_LOG}' >&2; exit 1", timeout=30)
+
+    def _unmount_disk(self, node: Node) -> None:
+        d, pid = layout.BROKER_DATA, layout.LAZYFS_PIDFILE
+        self._r(node).exec(
+            f"if [ -f {pid} ]; then p=$(cat {pid}); kill -TERM $p 2>/dev/null; "
+            f"for i in $(seq 50); do kill -0 $p 2>/dev/null || break; sleep 0.1; done; rm -f {pid}; fi; "
+            f"mountpoint -q {d} && fusermount3 -u -z {d}; true", timeout=30)
+
+    def crash(self, node: Node, *, lose_unfsynced: bool) -> dict[str, Any]:
+        """SIGKILL the broker; with `lose_unfsynced`, lazyfs then forgets every write it did not fsync.
+        Returns bytes lost per replica directory."""
+        self.kill(node)
+        if not lose_unfsynced:
+            return {}
+        rep = layout.LAZYFS_REPORT
+        out = self._r(node).exec(
+            f"rm -f {rep}; kill -USR1 $(cat {layout.LAZYFS_PIDFILE}) && "
+            f"for i in $(seq 100); do [ -f {rep} ] && break; sleep 0.05; done; cat {rep}", timeout=30).stdout
+        lost: dict[str, Any] = {}
+        for path, n in json.loads(out)["lost"].items():
+            top = path.split("/", 1)[0]
+            lost[top] = lost.get(top, 0) + int(n)
+        return dict(sorted(lost.items()))
+
+    def wipe(self, node: Node) -> None:
+        """The broker's log directory is gone: everything in it is deleted (through the mount)."""
+        d = layout.BROKER_DATA
+        self._r(node).exec(f"find {d} -mindepth 1 -maxdepth 1 -exec rm -rf {{}} +", timeout=60)
+
+    # --- Net and Clock ---------------------------------------------------------------------------
+    def _net(self) -> IptablesNet:
+        return IptablesNet(Cluster(self.nodes, self.remotes))
+
+    def drop(self, cut: Cut) -> None:
+        self._net().drop(cut)
+
+    def lift(self, cut: Cut) -> None:
+        self._net().lift(cut)
+
+    def heal_net(self) -> None:
+        self._net().heal_net()
+
+    def set_clock(self, node: Node, seconds: float) -> None:
+        """libfaketime's offset file, which the broker reads on every wall-clock call ('+120', '-0.5')."""
+        spec = f"{seconds:+.3f}".rstrip("0").rstrip(".")
+        self._r(node).exec(f"echo '{spec}' > {layout.FAKETIME_FILE}", timeout=15)
+
     # --- files ---------------------------------------------------------------------------------
-    def log_files(self, node: Node) -> list[str]:
-        return [layout.BROKER_LOG, layout.ZK_LOG, layout.BROKER_CONFIG, layout.ZK_CONFIG]
+    def logs(self, node: Node) -> dict[str, bytes]:
+        out = {}
+        for path in (layout.BROKER_LOG, layout.ZK_LOG, layout.BROKER_CONFIG, layout.ZK_CONFIG, layout.LAZYFS_LOG):
+            try:
+                out[path.rsplit("/", 1)[-1]] = self._r(node).get(path)
+            except ChaosError as e:
+                log.warning("%s: could not copy %s: %s", node.name, path, e)
+        return out
 
     def dump_replicas(self, node: Node) -> dict[str, bytes]:
         """Run the broker's dump tool on the node and fetch its JSON Lines files."""

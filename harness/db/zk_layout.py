@@ -9,6 +9,7 @@ from __future__ import annotations
 CONTROLLER = "/controller"  # ephemeral: {"brokerid": id}
 CONTROLLER_EPOCH = "/controller_epoch"  # integer
 BROKER_IDS = "/brokers/ids"
+LOST_DATA_HANDLED = "/brokers/lost_data_handled"  # /<id>: the lost-data registration a controller handled
 TOPICS = "/brokers/topics"
 REASSIGN = "/admin/partitions_reassigned"
 PREFERRED_ELECTION = "/admin/preferred_replica_election"

@@ -34,6 +34,7 @@ SUITE = "bookworm"
 PACKAGES = [
     "python3", "python3-venv", "openssh-server", "iptables", "iproute2", "procps", "tini",
     "libfaketime", "faketime", "openjdk-17-jre-headless", "zookeeper", "libslf4j-java", "ca-certificates",
+    "fuse3", "python3-pyfuse3",
 ]
 RECIPE_VERSION = "4"
 BASE_REPO = "chaos-node-base"

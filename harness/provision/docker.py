@@ -124,7 +124,8 @@ class DockerProvisioner:
         api = client.api
         for name in names:
             host_config = api.create_host_config(
-                cap_add=["NET_ADMIN"],
+                cap_add=["NET_ADMIN", "SYS_ADMIN"],  # iptables; mounting the broker's FUSE disk (`lazyfs`)
+                devices=["/dev/fuse:/dev/fuse:rwm"],
                 extra_hosts={peer: ips[peer] for peer in names},
                 init=False,
                 shm_size="64m",

@@ -1,41 +1,55 @@
-"""The `sim` provisioner: a whole run inside one process on `logsim`, the deterministic simulator.
+"""The simulator backend: `logsim` behind the same seams as the containers — the one module of the
+harness that imports it (tests/foundation/test_layers.py keeps it so).
 
-The production broker code runs on simulated nodes (`logsim.cluster.SimCluster`); the same phases
-happen as for containers — nodes up, brokers and ZooKeeper, the topic, workers and the nemesis for
-the time limit, heal, wait for recovery, the final drain, replica dumps and node logs — but on
-simulated time, driven by one seeded loop. The workload's own generators and final drain choose
-the ops, `sim_client.py` plays them with a Kafka client's semantics, `sim_nemesis.py` acts out the
-planned schedule, and `HistoryWriter` writes the same `history.jsonl`, stamped with simulated time.
+The production broker code runs on simulated nodes (`logsim.cluster.SimCluster`), and a run goes
+through the very phases, worker pool, nemesis runner, fault families and client op logic a container
+run does (`harness/run.py`). What differs is only below the seams, here:
+- `SimRuntime` (`kernel.runtime.Runtime`): every activity is a task on the simulator's seeded loop,
+  time is virtual and moves only while the orchestrator lets it;
+- `SimProvisioner`: nodes that exist only inside the simulator;
+- `SimDB`: the DB and every capability the nemesis acts through — Killable, Pausable, ClusterView,
+  Admin, Net, Clock, Disk — over the simulator's models, plus replica dumps, node logs and what the
+  recovery predicate reads;
+- `SimKafka` (`workloads.kafka.KafkaConnection`): the queue client's Kafka calls, played by
+  `logsim.client.SimKafkaClient` with a Kafka client's semantics, and in subscribe mode by
+  `logsim.group.SimGroupConsumer`, which speaks the group protocol to the production coordinator.
 Nothing in a simulated run reads a wall clock or waits for a thread, so a seed gives one history,
-byte for byte: `simulate` twice is the determinism check, and `chaos replay` reproduces it.
+byte for byte, and `chaos replay` reproduces it. Every random stream comes from `kernel.rng`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
-import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
+from logsim.admin import SimAdmin
 from logsim.client import SimKafkaClient
 from logsim.cluster import SimCluster
+from logsim.group import SimGroupConsumer
 
-from harness.provision.sim_client import SimQueueClient
-from harness.provision.sim_nemesis import SimNemesis
-from kernel.db import Cluster
-from kernel.history import HistoryWriter, OpType
-from kernel.nemesis import PlannedFault
+from kernel import layout
+from kernel.capabilities import Cut
+from kernel.db import Cluster, LeaderEnd, PartitionState, recovered
 from kernel.node import Node, node_names
 from kernel.rng import rng as seeded
 from kernel.spec import RunSpec
-from kernel.workload import Completion, Generator, Invocation, Workload
+from kernel.workload import ClientContext
 
-log = logging.getLogger(__name__)
-DRAIN_TIMEOUT_S = 90.0
+T = TypeVar("T")
 SETTLE_S = 5.0  # brokers register and elect a controller before the topic is made
+TOPIC_TIMEOUT_S = 60.0
+FETCH_COMMITTED_TIMEOUT_S = 2.0  # as the container client's: an OffsetFetch that takes longer is left out
+ZK_PORTS = {layout.ZK_CLIENT_PORT, layout.ZK_PEER_PORT, layout.ZK_ELECTION_PORT}
+
+
+def broker_settings(spec: RunSpec) -> dict[str, str]:
+    """What `harness.db.logbroker.broker_properties` gives a container broker (the same
+    `flush.messages=1`: acks=all promises durability only if every acknowledged record is on disk)."""
+    return {"min.insync.replicas": str(spec.min_insync), "num.partitions": str(spec.partitions),
+            "default.replication.factor": str(min(spec.replication_factor, spec.nodes)),
+            "offsets.topic.replication.factor": str(min(3, spec.nodes)), "flush.messages": "1",
+            **dict(spec.extra)}
 
 
 class SimProvisioner:
@@ -62,170 +76,284 @@ class SimProvisioner:
         return {"provisioner": "sim"}
 
 
-@dataclass
-class SimOutcome:
-    recovered: bool
-    drained: bool
-    ops: dict[str, int]
-    sim_seconds: float
-    worker_errors: list[str] = field(default_factory=list)
-    loop_errors: list[str] = field(default_factory=list)
+class SimDB:
+    """The simulated cluster, made at `setup` and gone at `teardown` (see the module docstring)."""
 
+    def __init__(self, spec: RunSpec) -> None:
+        self.spec = spec
+        self.c: SimCluster | None = None
+        self.admin: SimAdmin | None = None
+        self.nodes: list[Node] = []
+        self.runtime = SimRuntime(self)
+        self._restarting: dict[int, int | None] = {}  # broker id -> registration czxid when restarted
 
-def broker_settings(spec: RunSpec) -> dict[str, str]:
-    """What `harness.db.logbroker.broker_properties` gives a container broker, plus `flush.messages=1`:
-    a simulated power loss drops what was not fsynced, and acks=all promises durability only if
-    every acknowledged record is on disk (override it with `extra` to see Kafka's default)."""
-    return {"min.insync.replicas": str(spec.min_insync), "num.partitions": str(spec.partitions),
-            "default.replication.factor": str(min(spec.replication_factor, spec.nodes)),
-            "offsets.topic.replication.factor": str(min(3, spec.nodes)), "flush.messages": "1",
-            **dict(spec.extra)}
+    @property
+    def sim(self) -> SimCluster:
+        if self.c is None:
+            raise RuntimeError("the simulated cluster is not set up")
+        return self.c
 
+    def _node(self, name: str | None) -> Node | None:
+        return next((n for n in self.nodes if n.name == name), None)
 
-class _Run:
-    def __init__(self, spec: RunSpec, workload: Workload, faults: list[PlannedFault], history: HistoryWriter,
-                 cluster: SimCluster) -> None:
-        self.spec, self.workload, self.faults, self.history, self.c = spec, workload, faults, history, cluster
-        self.processes = itertools.count(spec.concurrency)
-        self.stop = False
-        self.errors: list[str] = []
-        self.t0 = 0.0
-
-    def client(self, process: int, chooser: Any) -> SimQueueClient:
+    # --- DB --------------------------------------------------------------------------------------
+    def setup(self, cluster: Cluster) -> None:
         spec = self.spec
-        k = SimKafkaClient(self.c.net, self.c.names, chooser.choice(self.c.names), spec.topic,
-                           seeded(spec.seed, "sim", "client", process),
-                           acks=-1 if spec.acks == "all" else int(spec.acks), idempotent=spec.idempotence)
-        return SimQueueClient(k)
+        self.nodes = list(cluster.nodes)
+        self.c = SimCluster(spec.seed, spec.nodes, settings=broker_settings(spec), bugs=tuple(spec.bugs),
+                            streams=lambda *path: seeded(spec.seed, "sim", *path)).__enter__()
+        self.admin = SimAdmin(self.c.zk)
+        self.c.start()
+        self.runtime.pass_time(SETTLE_S)
 
-    async def play(self, process: int, client: SimQueueClient, inv: Invocation, gen: Generator,
-                   worker: int | None = None) -> Completion:
-        who = {"worker": worker} if worker is not None else {}
-        self.history.append(process, OpType.INVOKE, inv.f, inv.value, **inv.extra, **who)
-        done = await client.invoke(inv)
-        self.history.append(process, done.type, inv.f, done.value, **{**inv.extra, **done.extra})
-        gen.update(inv, done)
-        return done
+    def create_topic(self, topic: str, partitions: int, replication_factor: int) -> None:
+        self.sim.create_topic(topic, partitions, replication_factor)
+        deadline = self.runtime.now() + TOPIC_TIMEOUT_S
+        while not self.recovered(topic, partitions, replication_factor) and self.runtime.now() < deadline:
+            self.runtime.pass_time(0.5)
 
-    async def worker(self, w: int) -> None:
-        spec = self.spec
-        period = spec.concurrency / spec.rate
-        chooser = seeded(spec.seed, "pool", "bootstrap", w)
-        gen = self.workload.generator(spec, w)
-        process = w
-        client: SimQueueClient | None = None
-        loop = self.c.loop
-        nxt = loop.time()
-        try:
-            while not self.stop:
-                inv = gen.next()
-                if inv is None:
-                    break
-                if client is None:
-                    client = self.client(process, chooser)
-                done = await self.play(process, client, inv, gen, w)
-                if done.type is OpType.INFO:
-                    client = None
-                    process = next(self.processes)
-                nxt += period
-                await asyncio.sleep(max(0.0, nxt - loop.time()))
-        except Exception as e:  # a harness bug: the run says unknown instead of hanging
-            log.exception("sim worker %d crashed", w)
-            self.errors.append(f"worker {w}: {type(e).__name__}: {e}")
+    def teardown(self, cluster: Cluster) -> None:
+        if self.c is not None:
+            self.c.close()
 
-    async def drain(self) -> bool:
-        if self.workload.final_generator is None:
-            return True
-        gen = self.workload.final_generator(self.spec)
-        process = next(self.processes)
-        client = self.client(process, seeded(self.spec.seed, "pool", "drain"))
-        deadline = self.c.loop.time() + DRAIN_TIMEOUT_S
-        while self.c.loop.time() < deadline:
-            inv = gen.next()
-            if inv is None:
-                return True
-            done = await self.play(process, client, inv, gen)
-            if done.type is not OpType.OK:
+    def close(self) -> None:
+        return None
+
+    def client_address(self, node: Node) -> str:
+        return f"{node.name}:{layout.BROKER_PORT}"
+
+    def recovered(self, topic: str, partitions: int, replication_factor: int) -> bool:
+        return recovered(self, topic, partitions, replication_factor)
+
+    def restarts_registered(self) -> bool:
+        for bid, old in list(self._restarting.items()):
+            now = self.sim.registration(bid)
+            if now is None or now == old:
                 return False
-        return False
+            del self._restarting[bid]
+        return True
 
-    async def main(self, say: Callable[[str], None]) -> tuple[bool, bool]:
-        spec, c, loop = self.spec, self.c, self.c.loop
-        c.start()
-        await asyncio.sleep(SETTLE_S)
-        c.create_topic(spec.topic, spec.partitions, spec.replication_factor)
-        for _ in range(120):
-            if c.recovered(spec.topic, spec.partitions, spec.replication_factor):
-                break
-            await asyncio.sleep(0.5)
-        self.t0 = loop.time()  # the history's time counts from here (`simulate`)
-        nemesis = SimNemesis(c, self.faults, self.history, spec.topic, spec.partitions)
-        nemesis.start()
-        workers = [loop.spawn(None, self.worker(w), name=f"worker {w}") for w in range(spec.concurrency)]
-        await asyncio.sleep(spec.time_limit)
-        self.stop = True
-        await asyncio.wait(workers, timeout=30)
-        await nemesis.heal()
-        recovered = False
-        deadline = loop.time() + spec.recovery_timeout
-        while loop.time() < deadline:
-            if c.recovered(spec.topic, spec.partitions, spec.replication_factor):
-                recovered = True
-                break
-            await asyncio.sleep(0.5)
-        drained = await self.drain()
-        return recovered, drained
+    def leader_ends(self, topic: str, partitions: int) -> dict[int, LeaderEnd]:
+        out = {}
+        for p in range(partitions):
+            got = self.sim.leader_end(topic, p)
+            if got is not None:
+                out[p] = LeaderEnd(*got)
+        return out
+
+    # --- Killable, Pausable, Disk ----------------------------------------------------------------
+    def kill(self, node: Node) -> None:
+        self.sim.nodes[node.name].kill()
+
+    def start(self, node: Node) -> None:
+        n = self.sim.nodes[node.name]
+        if not n.running:
+            self._restarting[n.broker_id] = self.sim.registration(n.broker_id)
+            n.start()
+
+    def pause(self, node: Node, *, process: str = "broker") -> None:
+        if process == "zookeeper":
+            self.sim.zk.paused_servers.add(node.name)
+        else:
+            self.sim.nodes[node.name].pause()
+
+    def resume(self, node: Node, *, process: str = "broker") -> None:
+        if process == "zookeeper":
+            self.sim.zk.paused_servers.discard(node.name)
+        else:
+            self.sim.nodes[node.name].resume()
+
+    def crash(self, node: Node, *, lose_unfsynced: bool) -> dict[str, Any]:
+        if lose_unfsynced:
+            return dict(self.sim.power_loss(node.name))
+        self.kill(node)
+        return {}
+
+    def wipe(self, node: Node) -> None:
+        self.sim.wipe(node.name)
+
+    # --- Net: grudges in the network model; ZooKeeper's ports are the cluster's ZooKeeper cuts -----
+    def _scoped(self, cut: Cut) -> str | None:
+        """The network model's scope for a cut on broker ports; None for one on ZooKeeper's."""
+        if set(cut.ports) & ZK_PORTS:
+            return None
+        return "from-port" if cut.from_ports else "to-port" if cut.ports else "all"
+
+    def drop(self, cut: Cut) -> None:
+        self._cut(cut, True)
+
+    def lift(self, cut: Cut) -> None:
+        self._cut(cut, False)
+
+    def _cut(self, cut: Cut, on: bool) -> None:
+        scope = self._scoped(cut)
+        if scope is None:
+            (self.sim.cut_zk if on else self.sim.uncut_zk)(cut.grudge)
+        else:
+            grudge = {k: list(v) for k, v in cut.grudge.items()}
+            (self.sim.net.add_grudge if on else self.sim.net.lift_grudge)(grudge, cut.loss, scope=scope)
+
+    def heal_net(self) -> None:
+        self.sim.net.heal()
+        self.sim.zk_drops.clear()
+
+    # --- Clock -----------------------------------------------------------------------------------
+    def set_clock(self, node: Node, seconds: float) -> None:
+        self.sim.nodes[node.name].clock.skew_ms = int(seconds * 1000)
+
+    # --- ClusterView and Admin -------------------------------------------------------------------
+    def controller(self) -> Node | None:
+        return self._node(self.sim.controller())
+
+    def controller_epoch(self) -> int | None:
+        return self.sim.controller_epoch()
+
+    def leader(self, topic: str, partition: int) -> Node | None:
+        return self._node(self.sim.leader(topic, partition))
+
+    def _nodes_of(self, ids: list[int]) -> list[Node]:
+        return [n for n in (self._node(self.sim.node_of(int(b))) for b in ids) if n is not None]
+
+    def partition(self, topic: str, partition: int) -> PartitionState | None:
+        st = self.sim.partition_state(topic, partition)
+        if st is None:
+            return None
+        leader = self._node(self.sim.node_of(int(st["leader"])))
+        return PartitionState(leader, self._nodes_of(st["isr"]), self._nodes_of(st["replicas"] or st["isr"]),
+                              st.get("leader_epoch"))
+
+    def request_reassignment(self, topic: str, partition: int, nodes: list[Node]) -> None:
+        assert self.admin is not None
+        self.admin.request_reassignment(topic, partition, [self.sim.nodes[n.name].broker_id for n in nodes])
+
+    def request_preferred_election(self, topic: str, partitions: list[int]) -> bool:
+        assert self.admin is not None
+        return self.admin.request_preferred_election(topic, partitions)
+
+    def assignment(self, topic: str, partition: int) -> dict[str, list[str]] | None:
+        assert self.admin is not None
+        ids = self.admin.assignment_ids(topic, partition)
+        if ids is None:
+            return None
+        return {k: [n.name for n in self._nodes_of(v)] for k, v in ids.items()}
+
+    # --- what the collect phase keeps ------------------------------------------------------------
+    def dump_replicas(self, node: Node) -> dict[str, bytes]:
+        return self.sim.dump_replicas(node.name)
+
+    def logs(self, node: Node) -> dict[str, bytes]:
+        return {"broker.log": ("\n".join(self.sim.nodes[node.name].log_lines) + "\n").encode()}
+
+    # --- the client's way in ---------------------------------------------------------------------
+    def connect(self, ctx: ClientContext, node: Node) -> SimKafka:
+        spec = ctx.spec
+        return SimKafka(SimKafkaClient(self.sim.net, self.sim.names, node.name, spec.topic,
+                                       seeded(spec.seed, "sim", "client", ctx.process),
+                                       acks=-1 if spec.acks == "all" else int(spec.acks),
+                                       idempotent=spec.idempotence), spec.partitions)
 
 
-def simulate(spec: RunSpec, workload: Workload, faults: list[PlannedFault], run_dir: Path,
-             say: Callable[[str], None] = print) -> SimOutcome:
-    """One simulated run into `run_dir`: history.jsonl, replicas/, nodes/. Deterministic in the seed."""
-    with SimCluster(spec.seed, spec.nodes, settings=broker_settings(spec), bugs=tuple(spec.bugs)) as c:
-        r: _Run | None = None
+class SimActivity:
+    def __init__(self, name: str, task: asyncio.Task[Any]) -> None:
+        self.name, self.task = name, task
 
-        def now_ns() -> int:
-            """Simulated nanoseconds since the workload began."""
-            return int(round((c.loop.time() - (r.t0 if r else 0.0)) * 1e9))
+    def done(self) -> bool:
+        return self.task.done()
 
-        history = HistoryWriter(run_dir / "history.jsonl", clock=now_ns)
-        r = _Run(spec, workload, faults, history, c)
-        try:
-            recovered, drained = c.loop.run_until_complete(r.main(say))
-        finally:
-            history.close()
-        for name in c.names:
-            rep = run_dir / "replicas" / name
-            rep.mkdir(parents=True, exist_ok=True)
-            for fname, data in c.dump_replicas(name).items():
-                (rep / fname).write_bytes(data)
-            logs = run_dir / "nodes" / name
-            logs.mkdir(parents=True, exist_ok=True)
-            (logs / "broker.log").write_text("\n".join(c.nodes[name].log_lines) + "\n")
-        return SimOutcome(recovered, drained, dict(history.counts), c.loop.time(), r.errors, list(c.loop.errors))
+    def cancel(self) -> None:
+        self.task.cancel()
 
 
-class Nondeterminism(RuntimeError):
-    """Two simulations of one seed wrote different histories: a bug in the simulator or in code that
-    reads something outside it (a wall clock, a thread, an unordered set of strings)."""
+class SimRuntime:
+    """`kernel.runtime.Runtime` on the simulator's loop (virtual time; nothing runs unless asked)."""
+
+    def __init__(self, db: SimDB) -> None:
+        self.db = db
+
+    def now(self) -> float:
+        return self.db.c.loop.time() if self.db.c is not None else 0.0
+
+    def spawn(self, name: str, coro: Coroutine[Any, Any, Any]) -> SimActivity:
+        return SimActivity(name, self.db.sim.loop.spawn(None, coro, name=name))
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        loop = self.db.sim.loop
+        return loop.run_until_complete(loop.spawn(None, coro))
+
+    def pass_time(self, seconds: float) -> None:
+        loop = self.db.sim.loop
+        loop.advance_to(loop.time() + max(0.0, seconds))
+
+    def join(self, activities: list[Any], timeout_s: float) -> None:
+        """Run the loop until every activity is done or `timeout_s` simulated seconds passed. Inside
+        the loop (a fault waiting for its own helper) nothing else runs meanwhile: nothing to wait for."""
+        loop = self.db.sim.loop
+        pending = [a.task for a in activities if not a.done()]
+        if pending and not loop.is_running():
+            loop.run_until_complete(asyncio.wait(pending, timeout=timeout_s))
+
+    def facts(self) -> dict[str, Any]:
+        if self.db.c is None:
+            return {}
+        loop = self.db.c.loop
+        return {"sim_seconds": round(loop.time(), 3), "sim_loop_errors": list(loop.errors[:20])}
 
 
-def check_determinism(spec: RunSpec, workload: Workload, faults: list[PlannedFault], history: Path) -> None:
-    """Simulate the seed again and compare the history with `history`, line by line."""
-    import tempfile
+class SimKafka:
+    """`workloads.kafka.KafkaConnection` over the simulated client: assign mode through
+    `logsim.client.SimKafkaClient`, subscribe mode through `logsim.group.SimGroupConsumer` (the
+    group protocol, against the production group coordinator)."""
 
-    with tempfile.TemporaryDirectory(prefix="chaos-sim-") as d:
-        simulate(spec, workload, faults, Path(d), lambda _: None)
-        diff = first_difference(history, Path(d) / "history.jsonl")
-    if diff is not None:
-        line, a, b = diff
-        raise Nondeterminism(f"seed {spec.seed} is not deterministic: history.jsonl line {line} differs\n"
-                             f"  first:  {a}\n  second: {b}")
+    def __init__(self, client: SimKafkaClient, partitions: int) -> None:
+        self.k = client
+        self.partitions = partitions
+        self.group: SimGroupConsumer | None = None
 
+    async def send_many(self, sends: list[tuple[int, int]]) -> list[tuple[str, Any, str | None]]:
+        return await self.k.send_many(sends)
 
-def first_difference(a: Path, b: Path) -> tuple[int, str, str] | None:
-    """The first line (1-based) where two histories differ, with both lines; None when identical."""
-    with open(a, encoding="utf-8") as fa, open(b, encoding="utf-8") as fb:
-        for i, (x, y) in enumerate(itertools.zip_longest(fa, fb, fillvalue=""), 1):
-            if x != y:
-                return i, x.rstrip("\n"), y.rstrip("\n")
-    return None
+    def assign(self, keys: list[int]) -> None:
+        self.k.assign(keys)
+
+    async def poll(self, timeout_s: float) -> dict[str, list[list[int]]]:
+        if self.group is not None:
+            await self.group.rejoin_if_asked()
+        return await self.k.poll(timeout_s)
+
+    async def watermarks(self, keys: list[int]) -> dict[int, int]:
+        return await self.k.high_watermarks(keys)
+
+    async def subscribe(self, group: str) -> list[dict[str, list[int]]]:
+        gone = await self.group.leave() if self.group is not None else []
+        self.k.assign([])
+        self.group = SimGroupConsumer(self.k, group, self.partitions)
+        return gone
+
+    def take_rebalances(self) -> list[dict[str, list[int]]]:
+        if self.group is None:
+            return []
+        got, self.group.rebalances = self.group.rebalances, []
+        return got
+
+    async def fetch_committed(self) -> dict[str, Any]:
+        if self.group is None or not self.group.assigned:
+            return {}
+        got = await self.group.committed(self.group.assigned, timeout=FETCH_COMMITTED_TIMEOUT_S)
+        return {"fetched-commits": {str(k): o for k, o in sorted(got.items())}} if got else {}
+
+    async def commit(self, read: dict[str, list[list[int]]]) -> dict[str, Any]:
+        if self.group is None:
+            return {}
+        nxt = {int(k): pairs[-1][0] + 1 for k, pairs in read.items() if pairs and int(k) in self.group.assigned}
+        if not nxt:
+            return {}
+        acked, error = await self.group.commit(nxt)
+        out: dict[str, Any] = {"commits": {str(k): o for k, o in sorted(acked.items())}} if acked or not error else {}
+        return out | ({"commit-error": error} if error else {})
+
+    def close(self) -> None:
+        """A member leaves its group on the way out (LeaveGroup, not awaited: a closing client does not
+        wait for the coordinator's answer)."""
+        if self.group is not None:
+            asyncio.ensure_future(self.group.leave())
+            self.group = None

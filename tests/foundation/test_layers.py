@@ -5,9 +5,12 @@ blocks are skipped) and fails on:
 - an import cycle between top-level packages, or between `harness/`'s own modules and subpackages;
 - the ground floor (`kernel`) importing any other package of ours;
 - a part (`workloads`, `nemesis`, `results`) importing anything of ours but `kernel`;
-- the orchestrator (`harness.run`, `harness.phases`, `harness.pool`, the CLIs) importing a concrete
-  workload, DB adapter or checker — those arrive through `harness.registry` or the `Test` record;
-- any import of `logbroker` outside `cluster-impl/`.
+- the orchestrator (every module of `harness/` but the registry, the DB adapters, the node image and
+  the benchmarks: `run`, `phases`, `pool`, `sim_search`, `nightly`, `detect`, `provision.*`, the
+  CLIs, ...) importing a concrete workload, DB adapter, fault family or checker — those arrive
+  through `harness.registry` or the `Test` record;
+- any import of `logbroker` outside `cluster-impl/`, and any import of the simulator (`logsim`)
+  outside its one adapter, `harness/provision/sim.py` (and `cluster-impl/`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import networkx as nx
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("kernel", "harness", "workloads", "nemesis", "results")
 PARTS = ("workloads", "nemesis", "results")
-ORCHESTRATOR = re.compile(r"^harness\.(run|phases|pool|signals|progress|\w+_cli|cli)$")
+ORCHESTRATOR = re.compile(r"^harness\.(?!registry$|db\b|image\b|bench\b)[\w.]+$")
+SIM_ADAPTER = "harness/provision/sim.py"
 CONCRETE = re.compile(
     r"^(workloads\.(?!registry$)\w+|harness\.db\.\w+|results\.(check|checker)|nemesis\.(?!registry$|runner$)\w+)$"
 )
@@ -127,15 +131,34 @@ def test_the_orchestrator_reaches_concrete_parts_only_through_registries() -> No
     assert not bad, f"the orchestrator imports a concrete part (use harness.registry / the Test record): {bad}"
 
 
-def test_nothing_outside_cluster_impl_imports_the_system_under_test() -> None:
-    bad = []
+def _importers_of(package: str) -> list[str]:
+    """Every file outside cluster-impl/ that imports `package` (or a module in it)."""
+    out = []
     for path in ROOT.rglob("*.py"):
         rel = path.relative_to(ROOT)
         if rel.parts[0] in ("cluster-impl", ".venv", ".build") or "site-packages" in rel.parts:
             continue
-        if any(n == "logbroker" or n.startswith("logbroker.") for n in _imports(path)):
-            bad.append(str(rel))
+        if any(n == package or n.startswith(package + ".") for n in _imports(path)):
+            out.append(rel.as_posix())
+    return out
+
+
+def test_nothing_outside_cluster_impl_imports_the_system_under_test() -> None:
+    bad = _importers_of("logbroker")
     assert not bad, f"only cluster-impl/ may import logbroker: {bad}"
+
+
+def test_only_the_simulator_adapter_imports_the_simulator() -> None:
+    bad = [f for f in _importers_of("logsim") if f != SIM_ADAPTER]
+    assert not bad, f"only {SIM_ADAPTER} may import logsim: {bad}"
+
+
+def test_every_orchestrator_module_is_held_to_the_registry_rule() -> None:
+    """The rule above must see the modules the issue names (not only run/phases/pool)."""
+    held = {m for m in MODULES if ORCHESTRATOR.match(m)}
+    assert {"harness.run", "harness.phases", "harness.pool", "harness.sim_search", "harness.nightly",
+            "harness.detect", "harness.provision.sim", "harness.provision.docker", "harness.run_cli"} <= held
+    assert "harness.registry" not in held and "harness.db.logbroker" not in held
 
 
 def test_the_harness_and_the_broker_agree_on_the_zookeeper_layout() -> None:
@@ -162,3 +185,4 @@ def test_the_checker_is_real() -> None:
     assert ("harness.registry", "workloads.registry") in EDGES
     assert ("nemesis.runner", "kernel.history") in EDGES
     assert any(a == "harness.run" for a, _ in EDGES)
+    assert "logsim.cluster" in _imports(ROOT / SIM_ADAPTER)

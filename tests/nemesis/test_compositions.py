@@ -7,14 +7,13 @@ partition has a leader and its full ISR again, with no iptables rule of ours lef
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from harness.db.logbroker import LogbrokerDB
-from harness.db.settings import BrokerSettings
 from harness.phases import wait_recovered
 from kernel import layout
 from kernel.db import Cluster
@@ -23,21 +22,7 @@ from kernel.rng import rng
 from nemesis.registry import FAMILIES
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-SETTINGS = BrokerSettings(partitions=3, session_timeout_ms=4000, replica_lag_time_max_ms=5000)
 WORLD = PlanWorld(["n1", "n2", "n3"], 3, 3, session_timeout_s=4.0, replica_lag_s=5.0)
-
-
-@pytest.fixture(scope="module")
-def deployed(_cluster_manager) -> Iterator[tuple[LogbrokerDB, Cluster]]:  # type: ignore[no-untyped-def]
-    dc = _cluster_manager.get()
-    cluster = Cluster(dc.nodes, {n.name: dc.remote(n.name) for n in dc.nodes})
-    db = LogbrokerDB(SETTINGS)
-    db.setup(cluster)
-    db.create_topic("chaos", 3, 3)
-    try:
-        yield db, cluster
-    finally:
-        db.teardown_all()
 
 
 def _recovered(db: LogbrokerDB, timeout: float = 60.0) -> bool:
@@ -61,8 +46,8 @@ def _play(name: str, kind: str, deployed: tuple[LogbrokerDB, Cluster], seed: int
     ops: list[tuple[str, dict[str, Any], object]] = []
     ctx = NemesisContext(cluster, db, "chaos", 3, seed, record=lambda f, v, fid: ops.append((f, v, fid)))
     try:
-        started = fam.start(ctx, fault)
-        stopped = fam.stop(ctx, fault, started)
+        started = asyncio.run(fam.start(ctx, fault, {"kind": kind, "steps": {}}))
+        stopped = asyncio.run(fam.stop(ctx, fault, started))
     finally:
         fam.heal(ctx)
     assert _recovered(db), \
@@ -120,7 +105,7 @@ def test_lagging_follower_kill_isr(deployed: tuple[LogbrokerDB, Cluster]) -> Non
     ctx = NemesisContext(cluster, db, "chaos", 3, 3, record=lambda f, v, fid: ops.append((f, v, fid)))
     leaders: list[str | None] = []
     try:
-        started = fam.start(ctx, fault)
+        started = asyncio.run(fam.start(ctx, fault, {"kind": fault.kind, "steps": {}}))
         assert "skipped" not in started, started
         assert started["follower"] not in started["isr_when_killed"], \
             f"the controller took the laggard out: {started}\n{_broker_logs(cluster)}"
@@ -129,7 +114,7 @@ def test_lagging_follower_kill_isr(deployed: tuple[LogbrokerDB, Cluster]) -> Non
             st = ctx.view().partition("chaos", started["key"])
             leaders.append(st.leader.name if st is not None and st.leader is not None else None)
             time.sleep(0.5)
-        stopped = fam.stop(ctx, fault, started)
+        stopped = asyncio.run(fam.stop(ctx, fault, started))
     finally:
         fam.heal(ctx)
     assert started["follower"] not in leaders, f"a replica outside the ISR was elected: {leaders}"

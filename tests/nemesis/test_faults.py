@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import socket
@@ -14,6 +15,7 @@ import pytest
 
 from harness.db.logbroker import LogbrokerDB
 from harness.db.settings import BrokerSettings
+from harness.runtime import ThreadRuntime
 from kernel import layout
 from kernel.db import Cluster
 from kernel.history import HistoryWriter
@@ -51,7 +53,7 @@ def _r(ctx: NemesisContext, node: str):  # type: ignore[no-untyped-def]
 
 def _run_fault(ctx: NemesisContext, fault: PlannedFault) -> tuple[object, dict]:  # type: ignore[type-arg]
     fam = build([f"{fault.family}-{fault.kind}"])[fault.family]
-    return fam, fam.start(ctx, fault)
+    return fam, asyncio.run(fam.start(ctx, fault, {}))  # type: ignore[attr-defined]
 
 
 def test_partition_one_cuts_broker_and_zookeeper_ports_until_heal(ctx: NemesisContext) -> None:
@@ -76,7 +78,7 @@ def test_pause_longer_than_session_timeout_expires_the_session(ctx: NemesisConte
     while "2" in (_db(ctx)._zk_children("/brokers/ids") or []) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert "2" not in (_db(ctx)._zk_children("/brokers/ids") or []), "a paused broker's session must expire"
-    fam.stop(ctx, PlannedFault(0, "pause", "one", 0, 1), started)  # type: ignore[attr-defined]
+    asyncio.run(fam.stop(ctx, PlannedFault(0, "pause", "one", 0, 1), started))  # type: ignore[attr-defined]
     deadline = time.monotonic() + 30
     while "2" not in (_db(ctx)._zk_children("/brokers/ids") or []) and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -122,14 +124,14 @@ def test_kill_controller_and_a_new_controller_with_a_higher_epoch(ctx: NemesisCo
             break
         time.sleep(0.5)
     assert db.controller() not in (None, ctrl) and (db.controller_epoch() or 0) > epoch
-    fam.stop(ctx, PlannedFault(0, "kill", "controller", 0, 1), started)  # type: ignore[attr-defined]
+    asyncio.run(fam.stop(ctx, PlannedFault(0, "kill", "controller", 0, 1), started))  # type: ignore[attr-defined]
     assert db.broker_pid(ctrl) is not None
 
 
 def test_an_exception_mid_fault_still_heals_everything(ctx: NemesisContext, tmp_path: Path) -> None:
     faults = [PlannedFault(0, "partition", "halves", 0.1, 60, {}, {"order": ["n1", "n2", "n3"]})]
     history = HistoryWriter(tmp_path / "history.jsonl")
-    runner = NemesisRunner(ctx, build(["partition"]), faults, history)
+    runner = NemesisRunner(ctx, build(["partition"]), faults, history, ThreadRuntime())
     with pytest.raises(RuntimeError, match="boom"):
         try:
             runner.start()
@@ -145,7 +147,7 @@ def test_an_exception_mid_fault_still_heals_everything(ctx: NemesisContext, tmp_
         rules = _r(ctx, n.name).exec("iptables -S CHAOS").stdout
         assert "DROP" not in rules
     ops = [json.loads(x) for x in (tmp_path / "history.jsonl").read_text().splitlines()]
-    assert [o["f"] for o in ops] == ["start-partition", "heal"]
+    assert [o["f"] for o in ops] == ["start-partition", "stop-partition", "heal"]  # the heal closes the window
     assert all(o["process"] == "nemesis" and o["type"] == "info" for o in ops)
 
 
@@ -191,7 +193,7 @@ def test_move_reassigns_a_partition_then_elects_its_preferred_leader(ctx: Nemesi
     # StopReplica goes out after the move is recorded, so the deletion may trail it a little
     _wait(lambda: _r(ctx, old_names[1]).exec(f"test -d {layout.BROKER_DATA}/chaos-0", check=False).exit_status,
           30, "the removed replica's log to be deleted", ctx)
-    stopped = fam.stop(ctx, PlannedFault(0, "move", "reassign", 0, 1, {}, params), started)  # type: ignore[attr-defined]
+    stopped = asyncio.run(fam.stop(ctx, PlannedFault(0, "move", "reassign", 0, 1, {}, params), started))  # type: ignore[attr-defined]
     assert stopped["assignment"]["replicas"] == target
 
     fam, started = _run_fault(ctx, PlannedFault(1, "move", "elect", 0, 1, {}, params))

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from harness.db import iptables
+from harness.registry import preflight
 from kernel.errors import UsageError
 from kernel.nemesis import PlanWorld
+from kernel.spec import build_spec
 from nemesis import grudge, validate
 from nemesis.schedule import plan
 
@@ -39,17 +42,30 @@ def test_grudges() -> None:
 def test_port_rules_drop_requests_to_a_port_or_answers_from_it() -> None:
     """`ports` cut what a peer sends to our service; `from_ports` mute the answers a peer's service
     sends back on connections we opened. Undoing deletes exactly the rules that were added."""
-    add = grudge.drop_commands(["10.0.0.2"], (9092,), None, (2181,))
+    add = iptables.drop_commands(["10.0.0.2"], (9092,), None, (2181,))
     assert "iptables -A CHAOS -s 10.0.0.2 -p tcp --dport 9092 -j DROP" in add
     assert "iptables -A CHAOS -s 10.0.0.2 -p tcp --sport 2181 -j DROP" in add
-    undo = grudge.undrop_commands(["10.0.0.2"], (), None, (9092,))
+    undo = iptables.undrop_commands(["10.0.0.2"], (), None, (9092,))
     assert "iptables -D CHAOS -s 10.0.0.2 -p tcp --sport 9092 -j DROP" in undo and "--dport" not in undo
-    assert "--sport" not in grudge.drop_commands(["10.0.0.2"], (9092,))
+    assert "--sport" not in iptables.drop_commands(["10.0.0.2"], (9092,))
 
 
 def test_validation_is_one_sentence_before_anything_starts() -> None:
-    validate(["partition", "kill-controller", "clock-bump"], provisioner="docker")
+    validate(["partition", "kill-controller", "clock-bump"])
     with pytest.raises(UsageError, match="unknown nemesis 'partition-sideways'"):
         validate(["partition-sideways"])
+    hosts = tmp_hosts()
     with pytest.raises(UsageError, match="needs libfaketime"):
-        validate(["clock"], provisioner="ssh")
+        preflight(build_spec({"provisioner": "ssh", "hosts": hosts, "nemesis": "clock"}))
+    with pytest.raises(UsageError, match="needs the node image's lazyfs"):
+        preflight(build_spec({"provisioner": "ssh", "hosts": hosts, "nemesis": "kill,power-loss"}))
+    preflight(build_spec({"provisioner": "ssh", "hosts": hosts, "nemesis": "kill,partition,pause"}))
+
+
+def tmp_hosts() -> str:
+    import tempfile
+
+    f = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False)  # noqa: SIM115
+    f.write("n1 10.0.0.1\nn2 10.0.0.2\nn3 10.0.0.3\n")
+    f.close()
+    return f.name

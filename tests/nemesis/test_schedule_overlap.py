@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kernel.nemesis import PlanWorld
 from kernel.spec import DEFAULT_NEMESIS
-from nemesis.registry import DEFAULT, expand, split
+from nemesis.registry import DEFAULT, expand, resolve, split
 from nemesis.schedule import plan
 
 WORLD = PlanWorld(["n1", "n2", "n3", "n4", "n5"], 4, session_timeout_s=6.0, replica_lag_s=10.0)
@@ -54,4 +54,4 @@ def test_names_split_at_the_longest_family() -> None:
 
 
 def test_the_default_mix_is_every_family() -> None:
-    assert DEFAULT_NEMESIS == DEFAULT
+    assert resolve(DEFAULT_NEMESIS) == DEFAULT

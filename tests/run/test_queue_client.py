@@ -3,6 +3,7 @@ independent client (kafka-python): what the history says was sent and read is wh
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
 from collections.abc import Iterator
@@ -13,9 +14,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cluster-impl" / "tests"))
 from brokerlib import BrokerProc  # noqa: E402
 
+from kernel.node import Node  # noqa: E402
 from kernel.spec import build_spec  # noqa: E402
 from kernel.workload import ClientContext  # noqa: E402
-from workloads.queue import QueueClient  # noqa: E402
+from workloads import librdkafka  # noqa: E402
 
 
 @pytest.fixture
@@ -32,22 +34,23 @@ def test_queue_client_sends_and_polls_what_kafka_python_sees(broker: BrokerProc)
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     admin.create_topics([NewTopic("chaos", 2, 1)])
     admin.close()
-    c = QueueClient(ClientContext(build_spec({"topic": "chaos"}), 0, lambda n: broker.bootstrap, [broker.bootstrap]))
-    c.connect(broker.bootstrap)
+    ctx = ClientContext(build_spec({"topic": "chaos"}), 0, lambda n: broker.bootstrap, [broker.bootstrap],
+                        librdkafka.connect)
+    c = librdkafka.connect(ctx, Node("n1", "127.0.0.1", "127.0.0.1"))
     try:
         sent = {}
         for i in range(20):
-            typ, offset, err = c.send(i % 2, 1000 + i)
+            [(typ, offset, err)] = asyncio.run(c.send_many([(i % 2, 1000 + i)]))
             assert (typ, err) == ("ok", None)
             sent[(i % 2, offset)] = 1000 + i
         c.assign([0, 1])
         seen: dict[tuple[int, int], int] = {}
         deadline = time.monotonic() + 20
         while len(seen) < 20 and time.monotonic() < deadline:
-            for k, pairs in c.poll().items():
+            for k, pairs in asyncio.run(c.poll(0.5)).items():
                 seen.update({(int(k), o): v for o, v in pairs})
         assert seen == sent
-        typ, _, err = c.send(7, 1)  # a partition that does not exist: certainly not written
+        [(typ, _, err)] = asyncio.run(c.send_many([(7, 1)]))  # a partition that does not exist: certainly not written
         assert typ == "fail" and err
     finally:
         c.close()

@@ -4,6 +4,7 @@ a worker that rejoins hands its keys over at the offsets it committed."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,9 +15,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cluster-impl" / "t
 from brokerlib import BrokerProc  # noqa: E402
 
 from kernel.history import OpType  # noqa: E402
+from kernel.node import Node  # noqa: E402
 from kernel.spec import build_spec  # noqa: E402
 from kernel.workload import ClientContext, Completion, Invocation  # noqa: E402
 from tests.conftest import until  # noqa: E402
+from workloads import librdkafka  # noqa: E402
 from workloads.queue import QueueClient, group_id  # noqa: E402
 
 KEYS = [0, 1, 2, 3]
@@ -32,9 +35,14 @@ def broker(tmp_path: Path) -> Iterator[BrokerProc]:
 
 def _client(broker: BrokerProc, process: int) -> QueueClient:
     spec = build_spec({"topic": "chaos", "sub_via": "subscribe", "seed": 7, "partitions": 4})
-    c = QueueClient(ClientContext(spec, process, lambda n: broker.bootstrap, [broker.bootstrap]))
-    c.connect(broker.bootstrap)
+    c = QueueClient(ClientContext(spec, process, lambda n: broker.bootstrap, [broker.bootstrap], librdkafka.connect))
+    c.open(Node("n1", "127.0.0.1", "127.0.0.1"))
     return c
+
+
+def send(c: QueueClient, key: int, value: int) -> str:
+    assert c.k is not None
+    return asyncio.run(c.k.send_many([(key, value)]))[0][0]
 
 
 class Member:
@@ -48,7 +56,7 @@ class Member:
         self.logs: list[dict[str, list[int]]] = []
 
     def play(self, inv: Invocation) -> Completion:
-        done = self.c.invoke(inv)
+        done = asyncio.run(self.c.invoke(inv))
         assert done.type is OpType.OK, done
         for entry in done.extra.get("rebalance-log", []):
             self.logs.append(entry)
@@ -75,7 +83,7 @@ def test_two_subscribers_share_the_group_record_rebalances_and_commit(broker: Br
     a, b = Member(_client(broker, 0)), Member(_client(broker, 1))
     try:
         for i in range(400):
-            assert a.c.send(i % 4, 1000 + i)[0] == "ok"
+            assert send(a.c, i % 4, 1000 + i) == "ok"
         done = a.play(Invocation("subscribe", KEYS))
         assert done.value == KEYS and "rebalance-log" not in done.extra
         until("a to hold every key and read 100 of each",
@@ -86,7 +94,7 @@ def test_two_subscribers_share_the_group_record_rebalances_and_commit(broker: Br
         # each poll first asks the coordinator for its keys' committed offsets: what a committed
         assert a.poll().extra["fetched-commits"] == {str(k): 100 for k in KEYS}
         for i in range(400, 800):
-            assert a.c.send(i % 4, 1000 + i)[0] == "ok"
+            assert send(a.c, i % 4, 1000 + i) == "ok"
         b.play(Invocation("subscribe", KEYS))
 
         def both() -> None:
@@ -113,7 +121,7 @@ def test_two_subscribers_share_the_group_record_rebalances_and_commit(broker: Br
         assert done.extra["rebalance-log"] == [{"revoked": held, "assigned": []}]
         a.reads.clear()
         for i in range(800, 1200):
-            assert b.c.send(i % 4, 1000 + i)[0] == "ok"
+            assert send(b.c, i % 4, 1000 + i) == "ok"
         until("a back in the group with keys", lambda: bool(a.holds) and a.holds | b.holds == set(KEYS), both)
         until("a to read its keys", lambda: all(a.reads.get(k) for k in a.holds), both)
         assert all(a.reads[k][0] >= 200 for k in a.holds)

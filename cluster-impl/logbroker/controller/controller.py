@@ -15,10 +15,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from logbroker.controller.channels import BrokerChannels, Send
-from logbroker.controller.decisions import elect_leader
+from logbroker.controller.decisions import elect_leader, next_elr
 from logbroker.controller.operations import Operations
 from logbroker.controller.state import ControllerSettings, ControllerState, Key, PartitionInfo
 from logbroker.coord.model import PartitionState, ReplicaAssignment
@@ -82,11 +83,12 @@ class Controller:
         async with self.lock:
             self.state = ControllerState(epoch)
             log.info("broker %d is controller with epoch %d", self.broker_id, epoch)
-            self.state.brokers = await self.store(self.zk.live_brokers, self.watch("brokers", self.on_brokers_changed))
+            lost = await self._read_brokers()
             topics = await self.store(self.zk.topics, self.watch("topics", self.on_topics_changed))
             for t in topics:
                 await self.load_topic(t)
-            await self._elect_where_needed()
+            await self._elect_where_needed(lost=lost)
+            await self._handled(lost)
             self.broadcast(init=True, full=True)
             await self.ops.resume()
         self._timers = [asyncio.ensure_future(self._every(self.settings.reassignment_check_interval_s,
@@ -147,37 +149,82 @@ class Controller:
             st, version = got
         self.state.partitions[(topic, p)] = PartitionInfo(asg, st, version)
 
-    async def _elect_where_needed(self, gone: set[int] | None = None) -> list[Key]:
+    async def _elect_where_needed(self, gone: set[int] | None = None, lost: dict[int, str] | None = None
+                                  ) -> list[Key]:
         """Seed 003 A: partitions whose leader is gone get a new one; dead replicas leave the ISR.
-        `gone`: registered brokers to treat as dead all the same (bounced ones, see below)."""
+        `gone`: registered brokers to treat as dead all the same (bounced ones, see below). `lost`:
+        brokers that came back without their data (KIP-966): they leave every ISR and the eligible
+        leader replicas — even as the ISR's last member, which a bounce alone never removes — and
+        lead nothing until they have caught up and rejoined the ISR."""
         assert self.state is not None
-        live = self.state.live - (gone or set())
+        out = set(lost or {})
+        live = self.state.live - (gone or set()) - out
         changed = []
         for (topic, p), info in self.state.partitions.items():
             st = info.state
-            if st.leader in live and all(r in live for r in st.isr):
+            isr = tuple(r for r in st.isr if r not in out)
+            if st.leader in live and all(r in live for r in isr) and isr == st.isr and not out & set(st.elr):
                 continue
+            unclean = False
             if st.leader in live:  # only followers died: shrink the ISR, same leader epoch + 1
-                isr = tuple(r for r in st.isr if r in live)
-                new = PartitionState(st.leader, st.leader_epoch + 1, isr, self.state.epoch)
+                new = PartitionState(st.leader, st.leader_epoch + 1, tuple(r for r in isr if r in live),
+                                     self.state.epoch)
             else:
-                e = elect_leader(info.replicas, st.isr, live, unclean_allowed=self.unclean_allowed(topic))
-                if e.leader == -1 and st.leader == -1:
+                elr = () if self.settings.ignore_lost_data else tuple(r for r in st.elr if r not in out)
+                e = elect_leader(info.replicas, isr, live, unclean_allowed=self.unclean_allowed(topic), elr=elr)
+                if e.leader == -1 and st.leader == -1 and e.isr == st.isr and not out & set(st.elr):
                     continue
                 if e.unclean:
                     log.warning("%s-%d: unclean leader election of %d", topic, p, e.leader)
+                elif e.leader != -1 and e.leader not in st.isr:
+                    log.warning("%s-%d: eligible leader replica %d elected (the ISR %s is gone)", topic, p,
+                                e.leader, list(st.isr))
                 new = PartitionState(e.leader, st.leader_epoch + 1, e.isr, self.state.epoch)
-            if await self.write(topic, p, info, new):
+                unclean = e.unclean
+            if await self.write(topic, p, info, new, lost=out, unclean=unclean):
                 changed.append((topic, p))
         return changed
+
+    async def _read_brokers(self) -> dict[int, str]:
+        """Read the live brokers (and watch them); those whose registration says their process lost its
+        data and that no controller has handled yet, with the incarnation of that process."""
+        assert self.state is not None
+        regs = await self.store(self.zk.registrations, self.watch("brokers", self.on_brokers_changed))
+        self.state.brokers = {b: (r.host, r.port, r.epoch) for b, r in regs.items()}
+        if self.settings.ignore_lost_data:
+            return {}
+        lost = {}
+        for b, r in sorted(regs.items()):
+            if r.lost_data and await self.store(self.zk.lost_data_handled, b) != r.lost_data:
+                lost[b] = r.lost_data
+        if lost:
+            log.warning("controller: brokers %s came back without their data: out of every ISR until they "
+                        "catch up", sorted(lost))
+        return lost
+
+    async def _handled(self, lost: dict[int, str]) -> None:
+        """Record that these lost-data processes are handled (after their ISR changes are written)."""
+        for b, incarnation in sorted(lost.items()):
+            if self.state is not None:
+                await self.store(self.zk.mark_lost_data_handled, b, incarnation)
+
+    def min_insync(self, topic: str) -> int:
+        """The topic's `min.insync.replicas` override, else the broker setting."""
+        v = self.state.topic_configs.get(topic, {}).get("min.insync.replicas") if self.state else None
+        return int(v) if v is not None else self.settings.min_insync_replicas
 
     def unclean_allowed(self, topic: str) -> bool:
         """The topic's `unclean.leader.election.enable` override, else the broker setting."""
         v = self.state.topic_configs.get(topic, {}).get("unclean.leader.election.enable") if self.state else None
         return v.lower() == "true" if v is not None else self.settings.unclean_leader_election
 
-    async def write(self, topic: str, p: int, info: PartitionInfo, new: PartitionState) -> bool:
+    async def write(self, topic: str, p: int, info: PartitionInfo, new: PartitionState, *,
+                    lost: set[int] | frozenset[int] = frozenset(), unclean: bool = False) -> bool:
+        """Write a partition's new state (conditionally on the version we know), with its eligible
+        leader replicas brought up to date (`next_elr`)."""
         assert self.state is not None
+        new = replace(new, elr=next_elr(info.state.isr, info.state.elr, new.isr, self.min_insync(topic), lost,
+                                        unclean=unclean or self.settings.ignore_lost_data))
         try:
             info.version = await self.store(self.zk.write_partition_state, topic, p, new, info.version)
             info.state = new
@@ -326,15 +373,16 @@ class Controller:
             if self.state is None:
                 return
             old = dict(self.state.brokers)
-            self.state.brokers = await self.store(self.zk.live_brokers, self.watch("brokers", self.on_brokers_changed))
+            lost = await self._read_brokers()
             before, now = set(old), set(self.state.brokers)
             bounced = {b for b in before & now if old[b][2] != self.state.brokers[b][2]}
             self.channels.keep_only(now - bounced)
             if before != now or bounced:
                 log.info("controller: brokers %s -> %s%s", sorted(before), sorted(now),
                          f", restarted {sorted(bounced)}" if bounced else "")
-            changed = await self._elect_where_needed(gone=bounced) if bounced else []
+            changed = await self._elect_where_needed(gone=bounced, lost=lost) if bounced or lost else []
             changed += [k for k in await self._elect_where_needed() if k not in changed]
+            await self._handled(lost)
             started = sorted((now - before) | bounced)
             if changed:
                 self.broadcast(only=changed)

@@ -32,18 +32,35 @@ class Election:
     unclean: bool = False
 
 
-def elect_leader(replicas: Sequence[int], isr: tuple[int, ...], live: set[int], *, unclean_allowed: bool) -> Election:
+def elect_leader(replicas: Sequence[int], isr: tuple[int, ...], live: set[int], *, unclean_allowed: bool,
+                 elr: tuple[int, ...] = ()) -> Election:
     """Seed 003 (A): the new leader is the first live replica (in assignment order) that is in the ISR;
-    only with unclean election enabled may a live replica outside the ISR take over (and the ISR
-    restarts as just that leader); otherwise the partition goes offline."""
+    with none, the first live eligible leader replica (KIP-966: it has every committed record, see
+    `next_elr`), and the ISR restarts as just that leader; only with unclean election enabled may any
+    other live replica take over; otherwise the partition goes offline."""
     live_isr = [r for r in replicas if r in isr and r in live]
     if live_isr:
         return Election(live_isr[0], tuple(r for r in isr if r in live))
+    live_elr = [r for r in replicas if r in elr and r in live]
+    if live_elr:
+        return Election(live_elr[0], (live_elr[0],))
     if unclean_allowed:
         live_any = [r for r in replicas if r in live]
         if live_any:
             return Election(live_any[0], (live_any[0],), unclean=True)
     return Election(-1, tuple(r for r in isr if r in live) or isr)
+
+
+def next_elr(old_isr: tuple[int, ...], old_elr: tuple[int, ...], new_isr: tuple[int, ...], min_isr: int,
+             lost: set[int] | frozenset[int] = frozenset(), *, unclean: bool = False) -> tuple[int, ...]:
+    """KIP-966's eligible leader replicas after an ISR change. Nothing is committed while the ISR is
+    smaller than min.insync.replicas (acks=all), so a member that leaves the ISR once it is that small,
+    or whose leaving makes it so, holds every committed record: it may lead if the ISR dies. Back to
+    min.insync.replicas, commits go on without them and none is eligible any more; a broker that lost
+    its data never is; an unclean election forgets them all."""
+    if unclean or len(new_isr) >= min_isr:
+        return ()
+    return tuple(sorted((set(old_elr) | set(old_isr)) - set(new_isr) - set(lost)))
 
 
 class ElectionType(IntEnum):

@@ -180,7 +180,7 @@ class Operations:
                 log.warning("%s-%d: unclean leader election of %d requested by an operator", *key, e.leader)
             new = PartitionState(e.leader, info.state.leader_epoch + 1, e.isr, st.epoch)
             before = info.state.leader
-            if not await self.ctl.write(key[0], key[1], info, new):
+            if not await self.ctl.write(key[0], key[1], info, new, unclean=e.unclean):
                 results[key] = (Err.NOT_CONTROLLER, "lost the controller role")
                 break
             log.info("%s-%d: %s election: leader %d -> %d", *key, kind.name.lower(), before, e.leader)

@@ -28,6 +28,12 @@ class ControllerSettings:
     leader_imbalance_per_broker_percentage: int = 10
     #: Seed 003 F: the reassignment agent also wakes up on its own, not only when notified.
     reassignment_check_interval_s: float = 5.0
+    #: the broker default of `min.insync.replicas` (a topic may override it): below it, members that
+    #: leave the ISR stay eligible leaders (KIP-966)
+    min_insync_replicas: int = 1
+    #: `lost-disk-in-isr` (bugs.py): Kafka's ZooKeeper mode, before KIP-966 — a broker's lost data is
+    #: ignored and no replica outside the ISR is an eligible leader
+    ignore_lost_data: bool = False
 
 
 @dataclass
@@ -85,8 +91,11 @@ class ControllerPrimitives(Protocol):
         """A store watch that runs `coro` on the controller's loop when it fires."""
         ...
 
-    async def write(self, topic: str, p: int, info: PartitionInfo, new: PartitionState) -> bool:
-        """Conditionally write a partition state; False (and resigned) if a newer controller exists."""
+    async def write(self, topic: str, p: int, info: PartitionInfo, new: PartitionState, *,
+                    lost: set[int] | frozenset[int] = frozenset(), unclean: bool = False) -> bool:
+        """Conditionally write a partition state (its eligible leader replicas brought up to date: `lost`
+        brokers leave them, an `unclean` election forgets them); False (and resigned) if a newer
+        controller exists."""
         ...
 
     async def write_assignment(self, topic: str, adding: dict[int, ReplicaAssignment] | None = None) -> bool:

@@ -18,16 +18,33 @@ class PartitionState:
     leader_epoch: int
     isr: tuple[int, ...]
     controller_epoch: int
+    #: KIP-966's eligible leader replicas: members that left the ISR while it was below
+    #: min.insync.replicas, so nothing was committed without them (`controller.decisions.next_elr`)
+    elr: tuple[int, ...] = ()
 
     def to_json(self) -> bytes:
-        return json.dumps({"leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
-                           "controller_epoch": self.controller_epoch}).encode()
+        d = {"leader": self.leader, "leader_epoch": self.leader_epoch, "isr": list(self.isr),
+             "controller_epoch": self.controller_epoch}
+        return json.dumps({**d, "elr": list(self.elr)} if self.elr else d).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> PartitionState:
         d = json.loads(raw)
         return cls(int(d["leader"]), int(d["leader_epoch"]), tuple(int(x) for x in d["isr"]),
-                   int(d["controller_epoch"]))
+                   int(d["controller_epoch"]), tuple(int(x) for x in d.get("elr", ())))
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """A live broker's registration: where it listens, its broker epoch (the znode's czxid, KIP-380),
+    and, when its process started without its data (its log directory had no meta file: KIP-966's
+    unclean restart, a replaced disk), that process's incarnation (every registration of that
+    process carries it, so a controller handles the loss once per process, not per session)."""
+
+    host: str
+    port: int
+    epoch: int
+    lost_data: str = ""
 
 
 @dataclass(frozen=True, slots=True)

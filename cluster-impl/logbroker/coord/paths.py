@@ -17,6 +17,17 @@ PARTITIONS_ADD = "/admin/partitions_add"  # /<topic>/<partition>: {"replicas": [
 PREFERRED_ELECTION = "/admin/preferred_replica_election"  # {"partitions": [{"topic", "partition"}, ...]}
 
 
+# KIP-966's unclean-restart knowledge, in ZooKeeper's terms: a broker whose process found its log
+# directory without its meta file registers with "lost_data": <that process's incarnation>; the
+# controller that has taken it out of every ISR records the incarnation here, so no later controller,
+# and no later session of the same process, does it again.
+LOST_DATA_HANDLED = "/brokers/lost_data_handled"  # /<id>: the incarnation handled
+
+
+def lost_data_handled(bid: int) -> str:
+    return f"{LOST_DATA_HANDLED}/{bid}"
+
+
 def broker(bid: int) -> str:
     return f"{BROKER_IDS}/{bid}"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from logbroker.coord.model import PartitionState, ReplicaAssignment
+from logbroker.coord.model import PartitionState, Registration, ReplicaAssignment
 
 Watch = Callable[[Any], None]
 
@@ -24,6 +24,12 @@ class StaleVersion(Exception):
 
 class MetadataStore(Protocol):
     def live_brokers(self, watch: Watch | None = None) -> dict[int, tuple[str, int, int]]: ...
+
+    def registrations(self, watch: Watch | None = None) -> dict[int, Registration]: ...
+
+    def lost_data_handled(self, bid: int) -> str | None: ...
+
+    def mark_lost_data_handled(self, bid: int, incarnation: str) -> None: ...
 
     def topics(self, watch: Watch | None = None) -> list[str]: ...
 
@@ -63,7 +69,7 @@ class BrokerRegistry(Protocol):
 
     def stop(self) -> None: ...
 
-    def register_broker(self, bid: int, host: str, port: int) -> int:
+    def register_broker(self, bid: int, host: str, port: int, lost_data: str = "") -> int:
         """Register this broker; returns its broker epoch (KIP-380)."""
         ...
 

@@ -17,7 +17,13 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
 
 from logbroker.coord import paths
-from logbroker.coord.model import PartitionState, ReplicaAssignment, assignment_from_json, assignment_to_json
+from logbroker.coord.model import (
+    PartitionState,
+    Registration,
+    ReplicaAssignment,
+    assignment_from_json,
+    assignment_to_json,
+)
 from logbroker.coord.store import StaleVersion, Watch
 
 __all__ = ["PartitionState", "ReplicaAssignment", "StaleVersion", "ZkStore"]
@@ -58,20 +64,23 @@ class ZkStore:
         return self.zk.state == KazooState.CONNECTED
 
     # --- brokers -------------------------------------------------------------------------------
-    def register_broker(self, bid: int, host: str, port: int) -> int:
-        """Create our ephemeral registration; its creation zxid is our broker epoch (seed 003, KIP-380)."""
+    def register_broker(self, bid: int, host: str, port: int, lost_data: str = "") -> int:
+        """Create our ephemeral registration; its creation zxid is our broker epoch (seed 003, KIP-380).
+        `lost_data`: this process's incarnation, when it found its log directory without its meta file
+        (KIP-966)."""
         path = paths.broker(bid)
+        body = json.dumps({"host": host, "port": port, **({"lost_data": lost_data} if lost_data else {})}).encode()
         try:
-            self.zk.create(path, json.dumps({"host": host, "port": port}).encode(), ephemeral=True)
+            self.zk.create(path, body, ephemeral=True)
         except NodeExistsError:
             # a previous session of ours may linger until it expires: replace it once it is gone
             self.zk.delete(path)
-            self.zk.create(path, json.dumps({"host": host, "port": port}).encode(), ephemeral=True)
+            self.zk.create(path, body, ephemeral=True)
         _, stat = self.zk.get(path)
         return int(stat.czxid)
 
-    def live_brokers(self, watch: Watch | None = None) -> dict[int, tuple[str, int, int]]:
-        """broker id -> (host, port, broker epoch)."""
+    def registrations(self, watch: Watch | None = None) -> dict[int, Registration]:
+        """broker id -> its live registration."""
         out = {}
         for child in self.zk.get_children(paths.BROKER_IDS, watch=watch):
             try:
@@ -79,8 +88,27 @@ class ZkStore:
             except NoNodeError:
                 continue
             d = json.loads(raw)
-            out[int(child)] = (d["host"], int(d["port"]), int(stat.czxid))
+            out[int(child)] = Registration(d["host"], int(d["port"]), int(stat.czxid), str(d.get("lost_data") or ""))
         return out
+
+    def live_brokers(self, watch: Watch | None = None) -> dict[int, tuple[str, int, int]]:
+        """broker id -> (host, port, broker epoch)."""
+        return {b: (r.host, r.port, r.epoch) for b, r in self.registrations(watch).items()}
+
+    def lost_data_handled(self, bid: int) -> str | None:
+        """The incarnation of the broker's last lost-data process a controller has handled."""
+        try:
+            raw, _ = self.zk.get(paths.lost_data_handled(bid))
+        except NoNodeError:
+            return None
+        return bytes(raw).decode()
+
+    def mark_lost_data_handled(self, bid: int, incarnation: str) -> None:
+        path = paths.lost_data_handled(bid)
+        try:
+            self.zk.create(path, incarnation.encode(), makepath=True)
+        except NodeExistsError:
+            self.zk.set(path, incarnation.encode())
 
     # --- controller ----------------------------------------------------------------------------
     def try_become_controller(self, bid: int) -> int | None:

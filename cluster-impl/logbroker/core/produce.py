@@ -132,6 +132,8 @@ class ProduceHandler:
                             r["error_code"] = int(Err.NOT_LEADER_OR_FOLLOWER)
                         elif p.hw < off:
                             r["error_code"] = int(Err.REQUEST_TIMED_OUT)
+                        elif self.core.replication.accepts_produce(p) != Err.NONE:  # the ISR shrank below
+                            r["error_code"] = int(Err.NOT_ENOUGH_REPLICAS_AFTER_APPEND)  # min.insync meanwhile
             return body_of(op.results)
 
         keys = frozenset([p.tp for p, _ in op.waits] + list(op.unverified))

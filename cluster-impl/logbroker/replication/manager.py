@@ -39,6 +39,7 @@ from logbroker.core.leader_host import Answer
 from logbroker.core.metadata import BrokerEndpoint, PartitionMeta
 from logbroker.core.partition import Partition, Role, TopicPartition
 from logbroker.core.topic_admin import AlterBody
+from logbroker.log.checkpoint import write_atomically
 from logbroker.net import TCP, Network
 from logbroker.offload import Offload
 from logbroker.protocol.errors import Err
@@ -60,6 +61,7 @@ from logbroker.replication.fetcher import FetcherPool, FetcherSettings
 from logbroker.replication.rpc import Peers
 
 log = logging.getLogger(__name__)
+META_FILE = "meta.properties"  # Kafka's name for the file that says whose log directory this is
 STALE_CONTROLLER_EPOCH = rules.STALE_CONTROLLER_EPOCH
 KAFKA_REQUEST_TIMEOUT_S = 30.0  # request.timeout.ms, for Kafka requests to peers
 
@@ -88,9 +90,12 @@ class ReplicaManager:
             unclean_leader_election=cfg.unclean_leader_election,
             auto_leader_rebalance=cfg.auto_leader_rebalance,
             leader_imbalance_check_interval_s=cfg.leader_imbalance_check_interval_s,
-            leader_imbalance_per_broker_percentage=cfg.leader_imbalance_per_broker_percentage), offload=offload)
+            leader_imbalance_per_broker_percentage=cfg.leader_imbalance_per_broker_percentage,
+            min_insync_replicas=cfg.min_insync_replicas, ignore_lost_data=Bug.LOST_DISK_IN_ISR in self.bugs),
+            offload=offload)
         self.admin = ControllerAdmin(core, self.controller)
         self.broker_epoch = -1
+        self.lost_data = ""  # this process's incarnation, when it found its log directory without our meta file
         self.state = ReplicaState(self.bid, frozenset(self.bugs))
         self.fetchers = FetcherPool(core, self._endpoint, FetcherSettings(
             self.bid, wait_ms=cfg.replica_fetch_wait_max_ms, truncate_to_hw=Bug.TRUNCATE_TO_HW in self.bugs), net)
@@ -108,13 +113,28 @@ class ReplicaManager:
                                                                self.cfg.advertised_port)}
         for p in self.core.partitions.values():
             p.role = Role.NONE  # wait for the controller's word (seed 003 E)
+        self.lost_data = self._claim_log_dir()
         self.broker_epoch = await self._zk(self.zk.register_broker, self.bid, self.cfg.advertised_host,
-                                           self.cfg.advertised_port)
+                                           self.cfg.advertised_port, self.lost_data)
         self.zk.session_listeners.append(self._on_session)
         self.tasks.append(asyncio.create_task(self._isr_maintenance()))
         self.tasks.append(asyncio.create_task(self._checkpoint_loop()))
         await self._run_for_controller()
         log.info("broker %d registered with epoch %d", self.bid, self.broker_epoch)
+
+    def _claim_log_dir(self) -> str:
+        """This process's incarnation (the broker id and its start time) when the log directory has no
+        meta file of ours: the broker starts without whatever data it had (a first start, or a replaced
+        disk — KIP-966's unclean restart), and every registration of this process says so, so that the
+        controller takes it out of every ISR and leadership once, until it has caught up. The file is
+        written now (atomically, fsynced), so only the first start after a loss says so; "" otherwise."""
+        meta = self.cfg.log_dirs / META_FILE
+        if meta.is_file():
+            return ""
+        write_atomically(meta, f"version=0\nbroker.id={self.bid}\n")
+        log.warning("broker %d: no %s in %s; registering as a broker that lost its data", self.bid, META_FILE,
+                    self.cfg.log_dirs)
+        return f"{self.bid}@{self.core.clock.now_ms()}"
 
     async def stop_async(self) -> None:
         """SIGTERM: stop fetching, give up the controller role, close the ZooKeeper session. Closing
@@ -153,7 +173,7 @@ class ReplicaManager:
         for _ in range(600):
             try:
                 self.broker_epoch = await self._zk(self.zk.register_broker, self.bid, self.cfg.advertised_host,
-                                                   self.cfg.advertised_port)
+                                                   self.cfg.advertised_port, self.lost_data)
                 break
             except Exception as e:
                 log.info("re-registration failed (%s); retrying", e)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.provision.sim import simulate
 from harness.provision.sim_screen import screen
-from harness.registry import build_test
+from harness.sim_search import simulate
 from kernel.nemesis import PlannedFault
 from kernel.spec import build_spec
 
@@ -35,9 +34,8 @@ SCHEDULE_5109 = json.loads("""[
 def _recovers(seed: int, schedule: list[dict[str, object]], nemesis: str, tmp_path: Path) -> bool:
     spec = build_spec({"provisioner": "sim", "nodes": 3, "time_limit": 60.0, "rate": 20.0, "seed": seed,
                        "nemesis": nemesis})
-    out = simulate(spec, build_test(spec).workload, [PlannedFault.from_json(f) for f in schedule], tmp_path,
-                   lambda _: None)
-    return out.recovered and out.drained
+    _, meta = simulate(spec, tmp_path, [PlannedFault.from_json(f) for f in schedule])
+    return bool(meta["recovered"] and meta["drained"])
 
 
 def test_a_controller_whose_broker_watch_read_fails_still_sees_later_brokers(tmp_path: Path) -> None:
@@ -86,10 +84,9 @@ SCHEDULE_4 = json.loads("""[
 
 def _screened(opts: dict[str, object], schedule: list[dict[str, object]], tmp_path: Path) -> dict[str, int]:
     spec = build_spec({"provisioner": "sim", "nodes": 3, **opts})
-    out = simulate(spec, build_test(spec).workload, [PlannedFault.from_json(f) for f in schedule], tmp_path,
-                   lambda _: None)
-    assert out.recovered and out.drained
-    return screen(tmp_path)
+    run_dir, meta = simulate(spec, tmp_path, [PlannedFault.from_json(f) for f in schedule])
+    assert meta["recovered"] and meta["drained"]
+    return screen(run_dir)
 
 
 def test_a_produce_answered_not_leader_after_its_append_is_not_a_failure(tmp_path: Path) -> None:
@@ -109,5 +106,6 @@ def test_acks_zero_sends_are_unknown_not_failed(tmp_path: Path) -> None:
     several times and read back (thousands of G1a and duplicates on a fault-free cluster)."""
     opts = {"time_limit": 10.0, "rate": 50.0, "seed": 5, "acks": "0", "idempotence": False, "nemesis": ""}
     assert _screened(opts, [], tmp_path) == {}
-    history = (tmp_path / "history.jsonl").read_text()
+    [history_file] = tmp_path.glob("*/*/history.jsonl")
+    history = history_file.read_text()
     assert '"type":"fail"' not in history and '"type":"info","f":"send"' in history

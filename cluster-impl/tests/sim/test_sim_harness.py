@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.provision.sim_nemesis import SUPPORTED
 from harness.registry import build_test
-from harness.run import run_simulated
+from harness.run import run
 from harness.run_cli import _replay_simulated
 from kernel.errors import UsageError
 from kernel.spec import build_spec
@@ -19,7 +18,6 @@ from kernel.spec import build_spec
 def test_the_simulator_acts_out_the_full_default_mix() -> None:
     from nemesis.registry import DEFAULT
 
-    assert set(SUPPORTED) == set(DEFAULT)
     assert set(build_test(build_spec({"provisioner": "sim"})).spec.nemesis) == set(DEFAULT)
 
 
@@ -34,7 +32,8 @@ def test_a_run_with_a_shrunk_schedule_replays_byte_for_byte(tmp_path: Path) -> N
     test = build_test(spec)
     faults = test.nemesis.plan(["n1", "n2", "n3"])
     shrunk = [replace(f, duration_s=1.0) for f in faults[:2]]
-    out = run_simulated(test, lambda _: None, faults=shrunk, check=False, extra_meta={"schedule_shrunk": True})
+    out = run(test, progress=False, say=lambda _: None, faults=shrunk, check=False,
+              extra_meta={"schedule_shrunk": True})
     meta = json.loads((out.run_dir / "test.json").read_text())
     assert meta["complete"] is True and [f["duration_s"] for f in meta["schedule"]] == [1.0, 1.0]
     again = _replay_simulated(out.run_dir, meta, spec, check=False)
@@ -45,17 +44,16 @@ def test_a_run_with_a_shrunk_schedule_replays_byte_for_byte(tmp_path: Path) -> N
 
 
 def test_check_determinism_names_the_first_differing_line(tmp_path: Path) -> None:
-    from harness.provision.sim import Nondeterminism, check_determinism, simulate
+    from harness.determinism import Nondeterminism, check_determinism
+    from harness.sim_search import simulate
 
     spec = build_spec({"provisioner": "sim", "nodes": 3, "time_limit": 5.0, "rate": 50.0, "seed": 9,
                        "nemesis": "pause", "nemesis_interval": 2.0})
-    test = build_test(spec)
-    faults = test.nemesis.plan(["n1", "n2", "n3"])
-    simulate(spec, test.workload, faults, tmp_path, lambda _: None)
-    history = tmp_path / "history.jsonl"
-    check_determinism(spec, test.workload, faults, history)  # the same bytes: no complaint
+    run_dir, _ = simulate(spec, tmp_path / "first")
+    history = run_dir / "history.jsonl"
+    check_determinism(spec, history)  # the same bytes: no complaint
     lines = history.read_text().splitlines(keepends=True)
     lines[41] = lines[41].replace('"index":41', '"index":41 ')
     history.write_text("".join(lines))
     with pytest.raises(Nondeterminism, match="line 42 differs"):
-        check_determinism(spec, test.workload, faults, history)
+        check_determinism(spec, history)

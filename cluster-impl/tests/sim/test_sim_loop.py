@@ -98,3 +98,53 @@ def test_timers_due_together_are_ordered_by_the_seed() -> None:
     assert _order(7) == _order(7)
     assert sorted(_order(7)) == list(range(20))
     assert len({tuple(_order(s)) for s in range(5)}) > 1
+
+
+def test_a_task_that_reaches_a_dead_process_never_runs_and_never_complains() -> None:
+    """A connection that arrives after its process died is spawned into the dead incarnation: its
+    first step is dropped, and its coroutine is closed, not left to warn "never awaited" when collected."""
+    import gc
+    import warnings
+
+    loop = SimLoop(1)
+    inc = Incarnation("n1", 1)
+    ran: list[bool] = []
+
+    async def serve() -> None:
+        ran.append(True)
+
+    loop.kill(inc)
+    loop.spawn(inc, serve(), name="conn")
+    loop.advance_to(0.5)
+    del inc
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gc.collect()
+    loop.shutdown()
+    assert not ran
+    assert not [w for w in caught if "never awaited" in str(w.message)]
+
+
+def test_a_task_not_yet_started_when_its_process_dies_never_complains() -> None:
+    """A connection reaches a paused process (its first step is held) and the process is killed: the
+    task is dropped with the incarnation, and its coroutine is closed rather than collected unawaited."""
+    import gc
+    import warnings
+
+    loop = SimLoop(2)
+    inc = Incarnation("n1", 1)
+
+    async def serve() -> None:
+        await asyncio.sleep(1)
+
+    loop.pause(inc)
+    loop.spawn(inc, serve(), name="conn")
+    loop.advance_to(0.5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loop.kill(inc)
+        loop.advance_to(1.0)
+        del inc
+        gc.collect()
+    loop.shutdown()
+    assert not [w for w in caught if "never awaited" in str(w.message)]

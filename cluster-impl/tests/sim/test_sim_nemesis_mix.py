@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.provision.sim import simulate
 from harness.provision.sim_screen import screen
 from harness.registry import build_test
+from harness.sim_search import simulate
 from kernel.node import node_names
 from kernel.spec import build_spec
 
@@ -20,19 +20,17 @@ FAMILIES = {"move": "start-move", "zombie": "start-zombie", "isolate": "start-is
             "double-failover": "start-kill", "lagging-follower": "start-partition"}
 
 
-def _run(tmp: Path, **over: object) -> tuple[list[dict[str, object]], object]:
+def _run(tmp: Path, **over: object) -> tuple[list[dict[str, object]], dict[str, object], Path]:
     spec = build_spec({"provisioner": "sim", "nodes": 3, "time_limit": 30.0, "rate": 20.0, "seed": 1,
                        "nemesis_interval": 8.0, **over})
-    test = build_test(spec)
-    tmp.mkdir(parents=True, exist_ok=True)
-    out = simulate(spec, test.workload, test.nemesis.plan(node_names(3)), tmp, lambda _: None)
-    ops = [json.loads(line) for line in (tmp / "history.jsonl").read_text().splitlines()]
-    return [op for op in ops if op["process"] == "nemesis"], out
+    run_dir, meta = simulate(spec, tmp)
+    ops = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
+    return [op for op in ops if op["process"] == "nemesis"], meta, run_dir
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_each_family_of_the_containers_is_acted_out(tmp_path: Path, family: str) -> None:
-    faults, out = _run(tmp_path, nemesis=family)
+    faults, meta, run_dir = _run(tmp_path, nemesis=family)
     names = [op["f"] for op in faults]
     assert f"start-{family}" in names and f"stop-{family}" in names, names
     assert FAMILIES[family] in names, names
@@ -42,15 +40,15 @@ def test_each_family_of_the_containers_is_acted_out(tmp_path: Path, family: str)
         opened = {op["fault"] for op in steps if op["f"].startswith("start-")}
         closed = {op["fault"] for op in steps if op["f"].startswith("stop-")}
         assert opened == closed, (opened, closed)
-    assert out.recovered and out.drained  # type: ignore[attr-defined]
-    assert screen(tmp_path) == {}
+    assert meta["recovered"] and meta["drained"]
+    assert screen(run_dir) == {}
 
 
 def test_the_full_default_mix_replays_byte_for_byte(tmp_path: Path) -> None:
-    _, a = _run(tmp_path / "a", time_limit=40.0, nemesis_interval=5.0, seed=3)
-    _run(tmp_path / "b", time_limit=40.0, nemesis_interval=5.0, seed=3)
-    first = (tmp_path / "a" / "history.jsonl").read_bytes()
-    assert first == (tmp_path / "b" / "history.jsonl").read_bytes()
+    _, _, a = _run(tmp_path / "a", time_limit=40.0, nemesis_interval=5.0, seed=3)
+    _, _, b = _run(tmp_path / "b", time_limit=40.0, nemesis_interval=5.0, seed=3)
+    first = (a / "history.jsonl").read_bytes()
+    assert first == (b / "history.jsonl").read_bytes()
     families = {json.loads(line)["f"] for line in first.splitlines() if b'"process":"nemesis"' in line}
     assert len(families) >= 6, families  # several families, plain and composed, in one run
 
@@ -70,8 +68,8 @@ def test_a_double_failover_finds_truncation_to_the_high_watermark(tmp_path: Path
 
     spec = build_spec({"provisioner": "sim", "nodes": 3, "time_limit": 20.0, "rate": 100.0, "seed": 1,
                        "nemesis": "double-failover", "bugs": [bug] if bug else []})
-    simulate(spec, build_test(spec).workload, [PlannedFault.from_json(DOUBLE_FAILOVER)], tmp_path, lambda _: None)
-    found = screen(tmp_path)
+    run_dir, _ = simulate(spec, tmp_path, [PlannedFault.from_json(DOUBLE_FAILOVER)])
+    found = screen(run_dir)
     assert ("lost-write" in found) is bool(bug), found
 
 
@@ -91,8 +89,8 @@ def test_a_lagging_follower_finds_a_leader_that_shrinks_its_isr_alone(tmp_path: 
 
     spec = build_spec({"provisioner": "sim", "nodes": 3, "time_limit": 25.0, "rate": 50.0, "seed": 1,
                        "nemesis": "lagging-follower", "bugs": [bug] if bug else []})
-    simulate(spec, build_test(spec).workload, [PlannedFault.from_json(LAGGING_FOLLOWER)], tmp_path, lambda _: None)
-    found = screen(tmp_path)
+    run_dir, _ = simulate(spec, tmp_path, [PlannedFault.from_json(LAGGING_FOLLOWER)])
+    found = screen(run_dir)
     assert bool({"lost-write", "inconsistent-offsets", "unseen"} & set(found)) is bool(bug), found
 
 
@@ -107,11 +105,11 @@ def test_a_heal_half_way_through_a_composition_closes_every_step_it_took(tmp_pat
                        "nemesis_interval": 8.0, "nemesis": family})
     test = build_test(spec)
     faults = [replace(f, duration_s=0.05) for f in test.nemesis.plan(node_names(3))]
-    out = simulate(spec, test.workload, faults, tmp_path, lambda _: None)
-    ops = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()]
+    run_dir, meta = simulate(spec, tmp_path, faults)
+    ops = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()]
     steps = [op for op in ops if op["process"] == "nemesis" and "." in str(op.get("fault"))]
     assert steps, "no composition took a step"
     opened = {op["fault"] for op in steps if op["f"].startswith("start-")}
     closed = {op["fault"] for op in steps if op["f"].startswith("stop-")}
     assert opened == closed, (opened, closed)
-    assert out.recovered and out.drained
+    assert meta["recovered"] and meta["drained"]

@@ -15,15 +15,15 @@ from harness.provision.sim_screen import screen
 SIMULATE = """
 import sys
 from pathlib import Path
-from harness.registry import build_test
-from harness.provision.sim import simulate
-from kernel.node import node_names
+import shutil
+from harness.sim_search import simulate
 from kernel.spec import build_spec
 seed, bug, nemesis, out = int(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4])
 spec = build_spec({"provisioner": "sim", "nodes": 3, "time_limit": 20.0, "rate": 100.0, "seed": seed,
                    "nemesis": nemesis, "nemesis_interval": 2.0, "bugs": [bug] if bug else []})
-test = build_test(spec)
-simulate(spec, test.workload, test.nemesis.plan(node_names(3)), out, lambda _: None)
+run_dir, _ = simulate(spec, out / "store")
+for part in ("history.jsonl", "replicas"):
+    shutil.move(str(run_dir / part), str(out / part))
 """
 
 CASES = [  # (seed, bug switch, nemesis, fails?)

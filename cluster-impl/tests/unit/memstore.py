@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from logbroker.coord.model import PartitionState, ReplicaAssignment
+from logbroker.coord.model import PartitionState, Registration, ReplicaAssignment
 from logbroker.coord.store import StaleVersion, Watch
 
 
@@ -15,6 +15,8 @@ class MemoryStore:
     def __init__(self) -> None:
         self.session_listeners: list[Callable[[str], None]] = []
         self.brokers: dict[int, tuple[str, int, int]] = {}
+        self.lost: dict[int, str] = {}  # broker id -> the incarnation its registration says lost its data
+        self.lost_handled: dict[int, str] = {}
         self.controller_id: int | None = None
         self.controller_epoch = 0
         self.assignments: dict[str, tuple[dict[int, ReplicaAssignment], int]] = {}
@@ -41,9 +43,10 @@ class MemoryStore:
     def stop(self) -> None:
         self.calls.append("stop")
 
-    def register_broker(self, bid: int, host: str, port: int) -> int:
+    def register_broker(self, bid: int, host: str, port: int, lost_data: str = "") -> int:
         self._zxid += 1
         self.brokers[bid] = (host, port, self._zxid)
+        self.lost[bid] = lost_data
         self._fire("brokers")
         return self._zxid
 
@@ -73,6 +76,15 @@ class MemoryStore:
     def live_brokers(self, watch: Watch | None = None) -> dict[int, tuple[str, int, int]]:
         self._arm("brokers", watch)
         return dict(self.brokers)
+
+    def registrations(self, watch: Watch | None = None) -> dict[int, Registration]:
+        return {b: Registration(h, p, e, self.lost.get(b, "")) for b, (h, p, e) in self.live_brokers(watch).items()}
+
+    def lost_data_handled(self, bid: int) -> str | None:
+        return self.lost_handled.get(bid)
+
+    def mark_lost_data_handled(self, bid: int, incarnation: str) -> None:
+        self.lost_handled[bid] = incarnation
 
     def topics(self, watch: Watch | None = None) -> list[str]:
         self._arm("topics", watch)

@@ -1,0 +1,55 @@
+"""A partition's ends as its leader sees them, asked over the Kafka protocol from the control host.
+
+A Kafka client can learn a partition's high watermark (ListOffsets, latest) but not its log end; a
+replica can (ListOffsets with its own replica id, as followers of older Kafka asked). The recovery
+predicate needs both: a leader whose HW is behind its log end has acknowledged records a drain that
+stopped at that HW would miss (`kernel.db.recovered`).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
+
+from kernel.db import LeaderEnd
+
+LATEST = -1
+
+
+def _ask(sock: socket.socket, corr: int, replica_id: int, topic: str, keys: list[int]) -> dict[int, Any]:
+    t = ListOffsetsRequest.ListOffsetsTopic
+    req = ListOffsetsRequest(version=4, replica_id=replica_id, isolation_level=0, topics=[
+        t(version=4, name=topic, partitions=[t.ListOffsetsPartition(version=4, partition_index=k, timestamp=LATEST)
+                                             for k in keys])])
+    req.with_header(correlation_id=corr, client_id="chaos-recovery")
+    sock.sendall(bytes(req.encode(header=True, framed=True)))
+    size = struct.unpack(">i", _exact(sock, 4))[0]
+    resp = ListOffsetsResponse.decode(_exact(sock, size), version=4, header=True)
+    return {int(p.partition_index): p for tp in resp.topics for p in tp.partitions if p.error_code == 0}
+
+
+def _exact(sock: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed by the broker")
+        buf += chunk
+    return buf
+
+
+def leader_ends(address: str, broker_id: int, topic: str, keys: list[int], timeout_s: float = 3.0
+                ) -> dict[int, LeaderEnd]:
+    """The ends of those of `keys` the broker at `address` leads; {} when it does not answer."""
+    host, port = address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
+            hws = _ask(sock, 1, -1, topic, keys)
+            leos = _ask(sock, 2, broker_id, topic, keys)
+    except (OSError, ValueError, struct.error):
+        return {}
+    return {k: LeaderEnd(int(hws[k].offset), int(leos[k].offset), int(hws[k].leader_epoch))
+            for k in keys if k in hws and k in leos}
