@@ -174,6 +174,25 @@ def test_markers_are_answered_after_the_isr_has_them(tmp_path: Path, bug: bool) 
     assert got and [x["error_code"] for x in got[0]["markers"][0]["topics"][0]["partitions"]] == [0]
 
 
+def test_a_marker_waiting_for_its_isr_survives_a_new_epoch_of_the_same_leader(core: BrokerCore) -> None:
+    """The controller shrinks the ISR while a marker waits (a follower died): new leader epoch, same
+    leader, the marker still in the log. It is answered NONE once the smaller ISR has it; answering
+    NOT_LEADER_OR_FOLLOWER there made the coordinator write the marker a second time."""
+    p = core.partitions[TopicPartition(TOPIC, 0)]
+    pid = producer_id(core)
+    produce(core, txn_batch(pid, 0, 0))
+    p.isr, p.replicas, p.follower_leo = [1, 2], [1, 2], {2: p.leo}
+    r = markers(core, pid, 0, commit=True, partitions=[0])
+    assert r.deferred is not None and not r.deferred.done
+    p.leader_epoch += 1  # what ReplicaManager.become_leader does for the shrunk ISR
+    p.log.epochs.assign(p.leader_epoch, p.leo)
+    p.isr = [1]
+    assert p.maybe_advance_hw()
+    core.purgatory.check([p.tp])
+    assert marker_errors(r) == [0]
+    assert p.leo == 3, "one marker, not a duplicate"
+
+
 def test_marker_errors_append_nothing(core: BrokerCore) -> None:
     p = core.partitions[TopicPartition(TOPIC, 0)]
     pid = producer_id(core)

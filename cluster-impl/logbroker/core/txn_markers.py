@@ -26,6 +26,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from logbroker.core.coordinator_partitions import append_survives
 from logbroker.core.leader_host import LeaderHost
 from logbroker.core.partition import Partition, TopicPartition
 from logbroker.core.purgatory import Body, Deferred
@@ -50,7 +51,10 @@ class _Written:
     commit: bool
 
     def lost(self) -> bool:
-        return not self.p.is_leader() or self.p.leader_epoch != self.epoch
+        """Leadership moved and the marker is gone from the log. A same-leader epoch bump (the ISR
+        changed, the leader stayed) keeps it: answering NOT_LEADER there only made the coordinator
+        write a duplicate marker."""
+        return not append_survives(self.p, self.epoch, self.offset + 1)
 
     def replicated(self) -> bool:
         return self.p.hw > self.offset
