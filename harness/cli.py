@@ -55,8 +55,17 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="chaos-harness")
-def cli() -> None:
+@click.option("-v", "--verbose", is_flag=True,
+              help="Show the tools' own output too (the Spark JVM's, warnings of our modules); it is always "
+                   "in the run's log files (spark.log, nodes/).")
+def cli(verbose: bool) -> None:
     """Chaos-test a Kafka-like replicated log: provision, fault, record, check, report."""
+    if verbose:
+        import logging
+        import os
+
+        os.environ["CHAOS_VERBOSE"] = "1"  # read where a tool is started (results.spark)
+        logging.basicConfig(level=logging.INFO, format="chaos: %(name)s: %(message)s")
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -1,0 +1,130 @@
+"""A warm check when the run ends: the Spark session, and one tiny check through every query,
+started in the background while the workload runs.
+
+Why: after the workload, heal, drain and collection, a cold check first waits for the driver JVM
+(seconds: the JVM, Spark's classes, the session) and then compiles every query of every checker on
+its first use (Spark's whole-stage code generation, the JIT). None of that depends on the history,
+so it can happen while the workload runs: a tiny built-in history is checked through the same code
+(`check_runs`, nothing written), which leaves the session up and Spark's generated classes cached
+(Spark keys them by their source, the same for any history), so the run's own check pays only for
+its data.
+
+Low priority: the warm-up thread lowers its own scheduling priority (nice 10) before it starts the
+JVM, which inherits it, so the workload's clients and the nodes keep the CPU they need on a small
+machine. When the check begins, `finish` puts the JVM's threads back to normal priority (where the
+process may: root, or CAP_SYS_NICE; else the check runs niced, on a machine that is quiet by then)
+and waits for the warm-up to end. A warm-up that fails is only logged: the check starts its own
+session and says what is wrong as any check would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+#: the warm-up thread's nice value (inherited by the JVM it starts)
+NICE = 10
+
+
+def _tiny_history(path: Path) -> None:
+    """Sends and polls on two keys, a transaction and an info op: every checker's query gets rows."""
+    ops: list[dict[str, object]] = []
+
+    def op(proc: int, typ: str, f: str, value: object) -> None:
+        ops.append({"index": len(ops), "time": len(ops) * 1000, "process": proc, "type": typ, "f": f,
+                    "value": value})
+
+    for k in (0, 1):
+        for v in range(1, 4):
+            op(0, "invoke", "send", [["send", k, v]])
+            op(0, "ok", "send", [["send", k, [v - 1, v]]])
+    op(1, "invoke", "txn", [["send", 0, 9], ["poll"]])
+    op(1, "ok", "txn", [["send", 0, [3, 9]], ["poll", {"1": [[0, 1], [1, 2]]}]])
+    op(2, "invoke", "send", [["send", 1, 7]])
+    op(2, "info", "send", [["send", 1, 7]])
+    op(3, "invoke", "poll", [["poll"]])
+    op(3, "ok", "poll", [["poll", {"0": [[0, 1], [1, 2], [2, 3], [3, 9]], "1": [[0, 1], [1, 2], [2, 3]]}]])
+    path.write_text("".join(json.dumps(o) + "\n" for o in ops))
+
+
+class WarmUp:
+    """One background warm-up: `start` at the workload's start, `finish` when the check begins."""
+
+    def __init__(self, spark_master: str | None, log_to: Path) -> None:
+        self.spark_master = spark_master
+        self.log_to = log_to
+        self.error: str | None = None
+        self.seconds = 0.0
+        self._thread = threading.Thread(target=self._run, name="check-warm-up", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
+        try:
+            from results.check import check_runs
+            from results.spark import get_spark
+
+            get_spark(self.spark_master, log_to=self.log_to)
+            with tempfile.TemporaryDirectory(prefix="chaos-warm-") as tmp:
+                h = Path(tmp) / "history.jsonl"
+                _tiny_history(h)
+                check_runs([h], spark_master=self.spark_master, elle_cli=None, write=False, perf=False,
+                           keep_going=False)
+        except Exception as e:  # the check will meet the same problem and say it properly
+            self.error = f"{type(e).__name__}: {e}"
+            log.info("warming the check up failed: %s", self.error)
+        self.seconds = time.monotonic() - t0
+
+    def finish(self) -> float:
+        """Normal priority for the JVM, then wait for the warm-up; the seconds waited."""
+        _renice_jvm(0)
+        t0 = time.monotonic()
+        self._thread.join()
+        return time.monotonic() - t0
+
+
+def _renice_jvm(nice: int) -> None:
+    """Every thread of this process's driver JVM to `nice` (Linux sets priority per thread)."""
+    try:
+        from pyspark import SparkContext
+
+        proc = getattr(SparkContext._gateway, "proc", None) if SparkContext._gateway else None
+        if proc is None:
+            return
+        for tid in os.listdir(f"/proc/{proc.pid}/task"):
+            try:
+                os.setpriority(os.PRIO_PROCESS, int(tid), nice)
+            except OSError:
+                return  # not allowed to raise priority here: the check runs niced
+    except (OSError, ImportError):
+        pass
+
+
+_current: WarmUp | None = None
+
+
+def start(spark_master: str | None, log_to: Path) -> None:
+    """Begin warming this process's check up (once; a second call while one runs does nothing)."""
+    global _current
+    if _current is None:
+        _current = WarmUp(spark_master, log_to)
+        _current.start()
+
+
+def finish() -> float:
+    """Wait for the warm-up begun by `start`, if any; the seconds waited (0 without one)."""
+    global _current
+    w, _current = _current, None
+    return w.finish() if w is not None else 0.0
