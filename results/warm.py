@@ -34,8 +34,9 @@ log = logging.getLogger(__name__)
 NICE = 10
 
 
-def _tiny_history(path: Path) -> None:
-    """Sends and polls on two keys, a transaction and an info op: every checker's query gets rows."""
+def _tiny_run(path: Path) -> None:
+    """A run directory: sends and polls on two keys, a transaction, an info op and two replica dumps,
+    so every checker's query gets rows."""
     ops: list[dict[str, object]] = []
 
     def op(proc: int, typ: str, f: str, value: object) -> None:
@@ -52,7 +53,16 @@ def _tiny_history(path: Path) -> None:
     op(2, "info", "send", [["send", 1, 7]])
     op(3, "invoke", "poll", [["poll"]])
     op(3, "ok", "poll", [["poll", {"0": [[0, 1], [1, 2], [2, 3], [3, 9]], "1": [[0, 1], [1, 2], [2, 3]]}]])
-    path.write_text("".join(json.dumps(o) + "\n" for o in ops))
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "history.jsonl").write_text("".join(json.dumps(o) + "\n" for o in ops))
+    # two replicas of key 0, so the replica dumps' reader and the divergence check are compiled too
+    for node in ("n1", "n2"):
+        (path / "replicas" / node).mkdir(parents=True, exist_ok=True)
+        recs = [{"topic": "chaos", "partition": 0, "hw": 4, "leo": 4, "log_start_offset": 0,
+                 "leader_epochs": [[0, 0]]}]
+        recs += [{"offset": o, "epoch": 0, "value": str(v), "key": None, "crc": 0, "timestamp": 0}
+                 for o, v in enumerate((1, 2, 3, 9))]
+        (path / "replicas" / node / "chaos-0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
 
 
 class WarmUp:
@@ -78,9 +88,9 @@ class WarmUp:
 
             get_spark(self.spark_master, log_to=self.log_to)
             with tempfile.TemporaryDirectory(prefix="chaos-warm-") as tmp:
-                h = Path(tmp) / "history.jsonl"
-                _tiny_history(h)
-                check_runs([h], spark_master=self.spark_master, elle_cli=None, write=False, perf=False,
+                run = Path(tmp) / "run"
+                _tiny_run(run)
+                check_runs([run], spark_master=self.spark_master, elle_cli=None, write=False, perf=False,
                            keep_going=False)
         except Exception as e:  # the check will meet the same problem and say it properly
             self.error = f"{type(e).__name__}: {e}"
