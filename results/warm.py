@@ -72,6 +72,7 @@ class WarmUp:
         self.spark_master = spark_master
         self.log_to = log_to
         self.error: str | None = None
+        self.valid: object = None  # the tiny run's verdict (True: every query ran)
         self.seconds = 0.0
         self._thread = threading.Thread(target=self._run, name="check-warm-up", daemon=True)
 
@@ -90,8 +91,9 @@ class WarmUp:
             with tempfile.TemporaryDirectory(prefix="chaos-warm-") as tmp:
                 run = Path(tmp) / "run"
                 _tiny_run(run)
-                check_runs([run], spark_master=self.spark_master, elle_cli=None, write=False, perf=False,
-                           keep_going=False)
+                got = check_runs([run], spark_master=self.spark_master, elle_cli=None, write=False, perf=False,
+                                 keep_going=False)[0]
+                self.valid = getattr(got, "valid", None)
         except Exception as e:  # the check will meet the same problem and say it properly
             self.error = f"{type(e).__name__}: {e}"
             log.info("warming the check up failed: %s", self.error)
@@ -116,7 +118,9 @@ def _renice_jvm(nice: int) -> None:
         for tid in os.listdir(f"/proc/{proc.pid}/task"):
             try:
                 os.setpriority(os.PRIO_PROCESS, int(tid), nice)
-            except OSError:
+            except ProcessLookupError:
+                continue  # a thread that ended meanwhile
+            except PermissionError:
                 return  # not allowed to raise priority here: the check runs niced
     except (OSError, ImportError):
         pass

@@ -1,0 +1,22 @@
+"""The check's warm-up (`results.warm`): its tiny run goes through every query and is judged valid,
+and `finish` waits for it; a later check in the same process uses the same session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from results.check import check_run
+from results.spark import get_spark
+from results.warm import WarmUp, _tiny_run
+
+
+def test_the_warm_up_judges_its_tiny_run_valid_and_leaves_the_session_up(spark: Any, tmp_path: Path) -> None:
+    w = WarmUp("local[2]", tmp_path / "spark.log")
+    w.start()
+    w.finish()
+    assert w.error is None and w.valid is True
+    run = tmp_path / "run"
+    _tiny_run(run)
+    r = check_run(run, spark_master="local[2]", perf=False, elle_cli="")
+    assert r.valid is True and get_spark("local[2]") is spark  # one session, started once
