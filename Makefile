@@ -11,8 +11,10 @@ DEBS  := debootstrap zookeeper libfaketime faketime iptables openjdk-17-jre-head
         bench-detect bench-fuzz bench-sim bench-txn clean-cluster
 
 # The default chaos run: 5 nodes, 60 s of the queue workload under every fault family, checked.
+# ARGS: flags of `chaos run` (make run ARGS='--nodes 3 --seed 7').
+ARGS :=
 run: deps venv image
-	@$(CHAOS) run
+	@$(CHAOS) run $(ARGS)
 
 test: deps venv image check
 	$(PY) -m pytest -p no:cacheprovider

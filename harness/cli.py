@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("harness.run_cli:replay", "Re-run a stored run from its seed and compare the anomalies."),
     "sim-search": ("harness.sim_search_cli:sim_search",
                    "Simulate seeds in parallel until one fails; shrink it; save it as a run with its report."),
+    "nemeses": ("harness.nemeses_cli:nemeses", "List every fault family and kind with one line of what it does."),
     "nightly": ("harness.nightly_cli:nightly", "Run a matrix of runs in a time budget; summary page and JUnit XML."),
     "serve": ("harness.serve_cli:serve", "Serve the run store (index, reports, plots) on 127.0.0.1."),
     "analyze": ("harness.analyze_cli:analyze", "Cross-run analysis on Spark: tables per configuration and night."),
@@ -54,8 +55,17 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="chaos-harness")
-def cli() -> None:
+@click.option("-v", "--verbose", is_flag=True,
+              help="Show the tools' own output too (the Spark JVM's, warnings of our modules); it is always "
+                   "in the run's log files (spark.log, nodes/).")
+def cli(verbose: bool) -> None:
     """Chaos-test a Kafka-like replicated log: provision, fault, record, check, report."""
+    if verbose:
+        import logging
+        import os
+
+        os.environ["CHAOS_VERBOSE"] = "1"  # read where a tool is started (results.spark)
+        logging.basicConfig(level=logging.INFO, format="chaos: %(name)s: %(message)s")
 
 
 def main(argv: list[str] | None = None) -> Any:

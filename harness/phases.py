@@ -48,6 +48,8 @@ class RunRecord:
     _t: float = field(default_factory=time.monotonic)
     _t0: float = 0.0
     history: HistoryWriter = field(init=False)
+    #: told each phase as it is entered (`chaos run` prints a line per phase)
+    on_phase: Callable[[str], Any] = lambda phase: None
 
     def __post_init__(self) -> None:
         self.history = HistoryWriter(self.rd.history, clock=self._now_ns)
@@ -68,6 +70,7 @@ class RunRecord:
         self._t = now
         self.phase = phase
         self.rd.write_meta(phase=phase, phases=dict(self.seconds))
+        self.on_phase(phase)
 
 
 @contextlib.contextmanager

@@ -1,4 +1,5 @@
-"""Live progress on the terminal while a run goes: elapsed/remaining, ops ok/fail/info, active faults."""
+"""Live progress on the terminal while a run goes: elapsed/remaining, ops ok/fail/info, active faults
+(elsewhere — a log file, a pipe — one line when the workload ends: redraws would fill the file)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,14 @@ def live_progress(spec: Any, history: Any, nemesis: Any, clock: Callable[[], flo
     console = Console(stderr=True)
     stop = threading.Event()
     t0 = clock()
+    if not console.is_terminal:  # a log file or a pipe: one line when the workload ends, not redraws
+        try:
+            yield
+        finally:
+            c = history.counts
+            console.print(f"{spec.name} seed {spec.seed}: {clock() - t0:.0f} s of workload, ok {c['ok']} "
+                          f"fail {c['fail']} info {c['info']}", highlight=False)
+        return
 
     def line() -> str:
         el = clock() - t0

@@ -47,22 +47,49 @@ def _stderr(line: str) -> None:
     print(f"chaos: {line}", file=sys.stderr)
 
 
+def phase_line(test: Test, phase: str) -> str | None:
+    """The one line `chaos run` prints as it enters `phase` (None: a phase it does not announce)."""
+    s = test.spec
+    fams = ", ".join(s.nemesis) if len(s.nemesis) <= 3 else f"{len(s.nemesis)} fault families"
+    return {
+        "provision": f"provisioning {s.nodes} nodes ({s.provisioner}, cluster {s.cluster})",
+        "deploy": f"starting ZooKeeper and the brokers; topic {s.topic}: {s.partitions} partitions, "
+                  f"replication factor {s.replication_factor}",
+        "workload": f"running the {s.workload} workload for {s.time_limit:g} s under {fams}",
+        "heal": "healing every fault and waiting for the cluster to recover",
+        "drain": "draining: reading every partition to its end",
+        "collect": "collecting replica dumps and node logs",
+        "check": "checking the history",
+    }.get(phase)
+
+
 def run(test: Test, *, progress: bool = True, say: Callable[[str], None] = _stderr, check: bool = True,
-        faults: list[PlannedFault] | None = None, extra_meta: dict[str, Any] | None = None) -> RunOutcome:
+        faults: list[PlannedFault] | None = None, extra_meta: dict[str, Any] | None = None,
+        narrate: bool = False) -> RunOutcome:
     """Every phase of one run, on whichever backend the test carries (containers or the simulator).
     With `check=False` the run stops after its history, dumps and logs are stored (`complete: true`)
     and is left for the caller to judge (`chaos nightly` with others in one job, `chaos sim-search`
     with its screen); its outcome is then "unchecked". `faults`: a schedule to play instead of the
-    seed's (a shrunk one; `extra_meta` then says so in test.json)."""
+    seed's (a shrunk one; `extra_meta` then says so in test.json). `narrate`: one line per phase
+    through `say` (`chaos run`'s console). A checker that can warm up (`warm_up(run_dir)`) is started
+    when the workload starts, so its session is ready when the run ends."""
     if check and (note := getattr(test.checker, "announce", lambda: None)()):
         say(note)  # once, at the start: what this run's check will not look for
     logging.getLogger("kazoo").setLevel(logging.ERROR)  # its reconnect chatter during partitions is expected
     with stop_signals(), recording(test, say) as rec:
+        if narrate:
+            def announce(phase: str) -> None:
+                if (line := phase_line(test, phase)) is not None:
+                    say(line)
+
+            rec.on_phase = announce
         if extra_meta:
             rec.rd.write_meta(**extra_meta)
         try:
             with provisioned(test, rec) as cluster, deployed(test, cluster, rec) as db:
                 with armed(test, cluster, db, rec, faults) as nemesis:
+                    if check and (warm_up := getattr(test.checker, "warm_up", None)) is not None:
+                        warm_up(rec.path)
                     pool = recorded(test, cluster, db, nemesis, rec, progress=progress)
                     recovered = healed(test, db, nemesis, rec)
                 drain_complete = drained(pool, rec)

@@ -81,7 +81,7 @@ def run(config_file: Path | None, test_count: int, no_progress: bool, **flags: A
     worst = 0
     for i in range(test_count):
         s = build_spec({"seed": spec.seed + i}, base=spec)
-        out = do_run(build_test(s), progress=not no_progress)
+        out = do_run(build_test(s), progress=not no_progress, narrate=True)
         if s.check_determinism:
             from harness.determinism import check_determinism
 

@@ -290,7 +290,8 @@ class Family(Protocol):
     """
 
     name: str
-    kinds: tuple[str, ...]
+    about: dict[str, str]  # kind -> one line of what a fault of that kind does (`chaos nemeses`)
+    kinds: tuple[str, ...]  # the keys of `about`, in order
     perf: FaultPerf
     composite: bool
     needs: tuple[type, ...]

@@ -20,7 +20,13 @@ from kernel.runtime import Activity
 
 class ClockFamily:
     name: str = "clock"
-    kinds: tuple[str, ...] = ("bump", "strobe", "reset")
+    #: kind -> what one fault of it does (`chaos nemeses` lists these; the kinds are its keys)
+    about: dict[str, str] = {
+        "bump": "step some nodes' wall clocks by seeded seconds, as an NTP step would",
+        "strobe": "flip some nodes' wall clocks back and forth while the fault lasts",
+        "reset": "put every node's wall clock back to the true time",
+    }
+    kinds: tuple[str, ...] = tuple(about)
     perf: FaultPerf = FaultPerf("start-clock", "stop-clock", "clock skew", "#A0C8E9")
     composite: bool = False
     needs: tuple[type, ...] = (Clock,)

@@ -28,7 +28,13 @@ from nemesis.steps import Steps, cut, heal_all, wait_for
 
 class DiskLossFamily:
     name: str = "disk-loss"
-    kinds: tuple[str, ...] = ("one", "leader", "last-isr")
+    #: kind -> what one fault of it does (`chaos nemeses` lists these; the kinds are its keys)
+    about: dict[str, str] = {
+        "one": "kill a seeded broker, wipe its log directory, start it again empty with its old id",
+        "leader": "the same for a key's leader",
+        "last-isr": "shrink a key's ISR to its leader, then it loses its disk and comes back at once (KIP-966)",
+    }
+    kinds: tuple[str, ...] = tuple(about)
     perf: FaultPerf = FaultPerf("start-disk-loss", "stop-disk-loss", "disk lost", "#784212")
     composite: bool = True
     needs: tuple[type, ...] = (Disk, Killable, Net, ClusterView)

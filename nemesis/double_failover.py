@@ -35,7 +35,11 @@ from nemesis.steps import Steps, cut, heal_all, leader_other_than, mute, wait_fo
 
 class DoubleFailoverFamily:
     name: str = "double-failover"
-    kinds: tuple[str, ...] = ("kill",)
+    #: kind -> what one fault of it does (`chaos nemeses` lists these; the kinds are its keys)
+    about: dict[str, str] = {
+        "kill": "kill a key's leader, then the next before the truncated replica caught up: it is elected (KIP-101)",
+    }
+    kinds: tuple[str, ...] = tuple(about)
     perf: FaultPerf = FaultPerf("start-double-failover", "stop-double-failover", "double failover", "#C0392B")
     composite: bool = True
     needs: tuple[type, ...] = (Net, Killable, ClusterView)

@@ -22,7 +22,12 @@ from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWo
 
 class IsolateFamily:
     name: str = "isolate"
-    kinds: tuple[str, ...] = ("zookeeper", "peers")
+    #: kind -> what one fault of it does (`chaos nemeses` lists these; the kinds are its keys)
+    about: dict[str, str] = {
+        "zookeeper": "cut one broker from ZooKeeper only, while its peers and clients still reach it",
+        "peers": "cut one broker from the other brokers only, while its ZooKeeper session stays alive",
+    }
+    kinds: tuple[str, ...] = tuple(about)
     perf: FaultPerf = FaultPerf("start-isolate", "stop-isolate", "isolation", "#F5B041")
     composite: bool = False
     needs: tuple[type, ...] = (Net,)

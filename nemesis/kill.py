@@ -16,7 +16,14 @@ from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWo
 
 class KillFamily:
     name: str = "kill"
-    kinds: tuple[str, ...] = ("one", "leader", "controller", "all")
+    #: kind -> what one fault of it does (`chaos nemeses` lists these; the kinds are its keys)
+    about: dict[str, str] = {
+        "one": "SIGKILL a seeded broker, start it again when the fault ends",
+        "leader": "kill a key's leader",
+        "controller": "kill the active controller",
+        "all": "kill every broker at once",
+    }
+    kinds: tuple[str, ...] = tuple(about)
     perf: FaultPerf = FaultPerf("start-kill", "stop-kill", "kill", "#E9C3A0")
     composite: bool = False
     needs: tuple[type, ...] = (Killable,)

@@ -37,7 +37,13 @@ from nemesis.steps import Steps, cut, heal_all, key_led_elsewhere, wait_for
 
 class LaggingFollowerFamily:
     name: str = "lagging-follower"
-    kinds: tuple[str, ...] = ("kill-leader", "pause-leader", "kill-isr")
+    #: kind -> what one fault of it does (`chaos nemeses` lists these; the kinds are its keys)
+    about: dict[str, str] = {
+        "kill-leader": "cut the next in line off from its leader past the lag time, then kill the leader (KIP-497)",
+        "pause-leader": "as kill-leader, but the leader is frozen past its session instead",
+        "kill-isr": "the controller drops a lagging follower from the ISR, then every ISR member dies (unclean)",
+    }
+    kinds: tuple[str, ...] = tuple(about)
     perf: FaultPerf = FaultPerf("start-lagging-follower", "stop-lagging-follower", "lagging follower", "#1ABC9C")
     composite: bool = True
     needs: tuple[type, ...] = (Net, Killable, Pausable, ClusterView)

@@ -21,7 +21,13 @@ from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWo
 
 class LoseUnfsyncedFamily:
     name: str = "lose-unfsynced"
-    kinds: tuple[str, ...] = ("one", "leader", "controller")
+    #: kind -> what one fault of it does (`chaos nemeses` lists these; the kinds are its keys)
+    about: dict[str, str] = {
+        "one": "crash a seeded broker and lose what it did not fsync",
+        "leader": "crash a key's leader and lose what it did not fsync",
+        "controller": "crash the controller and lose what it did not fsync",
+    }
+    kinds: tuple[str, ...] = tuple(about)
     perf: FaultPerf = FaultPerf("start-lose-unfsynced", "stop-lose-unfsynced", "crash, unsynced lost", "#6E2C00")
     composite: bool = False
     needs: tuple[type, ...] = (Disk, Killable)

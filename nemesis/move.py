@@ -23,7 +23,12 @@ from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWo
 
 class MoveFamily:
     name: str = "move"
-    kinds: tuple[str, ...] = ("reassign", "elect")
+    #: kind -> what one fault of it does (`chaos nemeses` lists these; the kinds are its keys)
+    about: dict[str, str] = {
+        "reassign": "move one partition's replicas to a seeded set of nodes",
+        "elect": "ask for a preferred leader election of every partition",
+    }
+    kinds: tuple[str, ...] = tuple(about)
     perf: FaultPerf = FaultPerf("start-move", "stop-move", "move", "#A0E9B4")
     composite: bool = False
     needs: tuple[type, ...] = (Admin, ClusterView)

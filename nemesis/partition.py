@@ -24,7 +24,18 @@ ZK_PORTS = (layout.ZK_CLIENT_PORT, layout.ZK_PEER_PORT, layout.ZK_ELECTION_PORT)
 
 class PartitionFamily:
     name: str = "partition"
-    kinds: tuple[str, ...] = ("halves", "one", "one-way", "bridge", "controller", "leader", "zookeeper", "flaky")
+    #: kind -> what one fault of it does (`chaos nemeses` lists these; the kinds are its keys)
+    about: dict[str, str] = {
+        "halves": "cut the cluster into a random majority and minority",
+        "one": "isolate one seeded node from every other",
+        "one-way": "a node hears nothing from the others but is still heard",
+        "bridge": "two halves joined by one node that sees both",
+        "controller": "isolate the active controller",
+        "leader": "isolate a key's leader",
+        "zookeeper": "cut a node's broker and ZooKeeper from the other ZooKeeper servers; brokers still see each other",
+        "flaky": "a node loses a seeded 20-60 % of the packets it receives",
+    }
+    kinds: tuple[str, ...] = tuple(about)
     perf: FaultPerf = FaultPerf("start-partition", "stop-partition", "partition", "#E9A4A0")
     composite: bool = False
     needs: tuple[type, ...] = (Net,)

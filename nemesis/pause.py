@@ -17,7 +17,14 @@ from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWo
 
 class PauseFamily:
     name: str = "pause"
-    kinds: tuple[str, ...] = ("one", "leader", "controller", "zookeeper")
+    #: kind -> what one fault of it does (`chaos nemeses` lists these; the kinds are its keys)
+    about: dict[str, str] = {
+        "one": "SIGSTOP a seeded broker, SIGCONT it when the fault ends",
+        "leader": "pause a key's leader",
+        "controller": "pause the active controller",
+        "zookeeper": "pause the ZooKeeper server on a node",
+    }
+    kinds: tuple[str, ...] = tuple(about)
     perf: FaultPerf = FaultPerf("start-pause", "stop-pause", "pause", "#C5A0E9")
     composite: bool = False
     needs: tuple[type, ...] = (Pausable,)

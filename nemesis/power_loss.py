@@ -19,7 +19,12 @@ from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWo
 
 class PowerLossFamily:
     name: str = "power-loss"
-    kinds: tuple[str, ...] = ("all", "majority")
+    #: kind -> what one fault of it does (`chaos nemeses` lists these; the kinds are its keys)
+    about: dict[str, str] = {
+        "all": "every broker dies at once, losing unfsynced writes, and returns one by one in a seeded order",
+        "majority": "a seeded majority dies at once, losing unfsynced writes, and returns one by one",
+    }
+    kinds: tuple[str, ...] = tuple(about)
     perf: FaultPerf = FaultPerf("start-power-loss", "stop-power-loss", "power loss", "#7B241C")
     composite: bool = False
     needs: tuple[type, ...] = (Disk, Killable)

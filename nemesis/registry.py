@@ -14,6 +14,7 @@ plain and composed. Adding a family is one file plus one line in `FAMILIES`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from kernel.errors import UsageError
 from kernel.nemesis import Family, FaultPerf
@@ -99,12 +100,40 @@ def expand(names: list[str]) -> list[tuple[str, str]]:
 
 
 def validate(names: list[str]) -> None:
-    """One clear sentence, before anything starts, for an unknown name. (Whether a backend can act a
-    family out is the orchestrator's question: `harness.registry.check_capabilities`.)"""
+    """One short sentence, before anything starts, for an unknown name: the closest known names (a
+    typo), else the families, and where every kind is listed. (Whether a backend can act a family
+    out is the orchestrator's question: `harness.registry.check_capabilities`.)"""
+    import difflib
+
     known = known_names()
     for name in names:
         if name not in known:
-            raise UsageError(f"unknown nemesis {name!r}; known: {', '.join(known)}")
+            close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+            hint = f"did you mean {' or '.join(close)}?" if close else f"the families are {', '.join(FAMILIES)};"
+            raise UsageError(f"unknown nemesis {name!r}; {hint} `chaos nemeses` lists every kind")
+
+
+@dataclass(frozen=True)
+class FamilyInfo:
+    """What `chaos nemeses` shows of one family: its name, whether it is a composition of steps, its
+    summary (the first paragraph of its module's docstring) and each kind's line (`about`)."""
+
+    name: str
+    composite: bool
+    summary: str
+    kinds: dict[str, str]
+
+
+def catalogue() -> list[FamilyInfo]:
+    """Every family and kind, read from the families themselves, so the list cannot drift from the code."""
+    import sys
+
+    out = []
+    for name, make in FAMILIES.items():
+        fam = make()
+        doc = (sys.modules[type(fam).__module__].__doc__ or "").strip().split("\n\n")[0]
+        out.append(FamilyInfo(name, fam.composite, " ".join(doc.split()), dict(fam.about)))
+    return out
 
 
 def build(names: list[str]) -> dict[str, Family]:

@@ -28,7 +28,11 @@ from nemesis.steps import Steps, cut, heal_all, key_led_elsewhere, leader_other_
 
 class StaleOrdersFamily:
     name: str = "stale-orders"
-    kinds: tuple[str, ...] = ("controller",)
+    #: kind -> what one fault of it does (`chaos nemeses` lists these; the kinds are its keys)
+    about: dict[str, str] = {
+        "controller": "hold a controller's requests to one broker in the network until a newer controller took over",
+    }
+    kinds: tuple[str, ...] = tuple(about)
     perf: FaultPerf = FaultPerf("start-stale-orders", "stop-stale-orders", "stale orders", "#5D6D7E")
     composite: bool = True
     needs: tuple[type, ...] = (Net, Killable, ClusterView)

@@ -19,7 +19,12 @@ from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWo
 
 class ZombieFamily:
     name: str = "zombie"
-    kinds: tuple[str, ...] = ("leader", "controller")
+    #: kind -> what one fault of it does (`chaos nemeses` lists these; the kinds are its keys)
+    about: dict[str, str] = {
+        "leader": "freeze a key's leader past its ZooKeeper session, then resume it with its stale view",
+        "controller": "freeze the controller past its session, then resume it with its stale view",
+    }
+    kinds: tuple[str, ...] = tuple(about)
     perf: FaultPerf = FaultPerf("start-zombie", "stop-zombie", "zombie", "#8E44AD")
     composite: bool = False
     needs: tuple[type, ...] = (Pausable,)

@@ -10,7 +10,10 @@ process's max RSS, Jepsen's JVM's VmHWM), and the plain single-process Python re
 definitions (`results.reference`, in this process) on the same file, with the ratio of our warm check
 to it. Then many runs in one job: N small run directories checked by one `check_runs` call (warm), by
 one `chaos check DIR...` process, by N `chaos check` processes one after another, and by the Python
-reference one after another. Numbers go to bench-results/check.json; nothing here asserts a time.
+reference one after another. First of all, when a real `chaos run` directory is at hand (`--real-run`,
+default `store/latest`, which `make run` leaves): the check phase that run took, a fresh `chaos check`
+of it with its replica dumps beside Jepsen's checker on the same file, our warm check, and twenty
+copies in one call (`real_run_rows`). Numbers go to bench-results/check.json; nothing here asserts a time.
 """
 
 from __future__ import annotations
@@ -325,6 +328,12 @@ def main() -> int:
     ap.add_argument("--run-ops", type=int, default=5000, help="ops per run directory there")
     ap.add_argument("--repeat", type=int, default=3,
                     help="warm checks of each history up to 10^5 ops (the median is check_s)")
+    ap.add_argument("--real-run", type=Path, default=Path("store/latest"),
+                    help="a stored `chaos run` directory (history, replica dumps, test.json): the real-history "
+                         "rows (fresh and warm check with its replica dumps, Jepsen's checker, the run's own "
+                         "check phase, N copies in one call); skipped when it does not exist")
+    ap.add_argument("--real-copies", type=int, default=20, help="copies of the real run checked in one call")
+    ap.add_argument("--only-real", action="store_true", help="only the real-history rows")
     ap.add_argument("--separate", type=int, default=None,
                     help="how many of them to check as separate processes (default: all; the rest is extrapolated)")
     args = ap.parse_args()
@@ -355,6 +364,15 @@ def main() -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(doc, indent=2))
 
+    if args.real_run.is_dir():
+        doc["real_run"] = real_run_rows(args.real_run.resolve(), args.real_copies, args.master)
+        save()
+        print(json.dumps(doc["real_run"]), flush=True)
+    else:
+        doc["real_run"] = {"skipped": f"{args.real_run} is not a run directory (make run links store/latest)"}
+    if args.only_real:
+        save()
+        return 0
     cases: list[tuple[str, int | None, bool]] = [("real", None, False)]
     cases += [(f"{int(n):.0e}", int(n), False) for n in args.sizes.split(",") if n]
     cases += [(f"txn-{int(n):.0e}", int(n), True) for n in args.txn_sizes.split(",") if n]
@@ -437,6 +455,58 @@ def _reference_columns(row: dict[str, object], run: Path, times: list[float], dt
     row["ratio_ours_to_python_reference"] = round(dt / ref_s, 2)
     print(f"{row['name']}: ours (warm) {dt:.2f} s, Python reference {ref_s:.2f} s, ratio "
           f"{row['ratio_ours_to_python_reference']}", flush=True)
+
+
+def _copy_run(src: Path, dest: Path) -> Path:
+    """What a check reads of a stored run: its history, test.json and replica dumps."""
+    dest.mkdir(parents=True)
+    for name in ("history.jsonl", "test.json"):
+        if (src / name).is_file():
+            shutil.copy(src / name, dest / name)
+    if (src / "replicas").is_dir():
+        shutil.copytree(src / "replicas", dest / "replicas")
+    return dest
+
+
+def real_run_rows(src: Path, copies: int, master: str) -> dict[str, object]:
+    """A real `chaos run` directory (its replica dumps included): the check phase that run itself
+    took (test.json `phases.check`, the warm-up's work during the workload not counted), a fresh
+    `chaos check` process, Jepsen's checker on the same history right after it, our check on this
+    process's warm session, and `copies` copies of it judged by one `check_runs` call (warm) and by
+    one `chaos check` process."""
+    from results.check import check_run, check_runs
+
+    meta = json.loads((src / "test.json").read_text()) if (src / "test.json").is_file() else {}
+    out: dict[str, object] = {"run": str(src), "ops": len((src / "history.jsonl").read_bytes().splitlines()),
+                              "replica_files": len(list(src.glob("replicas/*/*.jsonl"))),
+                              "check_phase_of_the_run_s": (meta.get("phases") or {}).get("check")}
+    with tempfile.TemporaryDirectory() as d:
+        run = _copy_run(src, Path(d) / "run")
+        fresh = [CHAOS, "check", "--no-perf", "--elle-cli", "", "--spark-master", master, str(run)]
+        out["fresh_process"] = timed_process(fresh)
+        jep = _jepsen(run / "history.jsonl")
+        if jep is not None:
+            out["jepsen"] = jep
+            out["ratio_fresh_to_jepsen"] = round(float(out["fresh_process"]["wall_s"])  # type: ignore[index]
+                                                 / float(jep["wall_s"]), 2)  # type: ignore[arg-type]
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            r = check_run(run, spark_master=master, perf=False, elle_cli="")
+            times.append(time.perf_counter() - t)
+        out["warm_s"] = round(sorted(times)[1], 2)
+        out["warm_repeats_s"] = [round(x, 2) for x in times]
+        out["warm_phases_s"] = r.timings
+        out["valid"] = r.valid
+        dirs = [run] + [_copy_run(src, Path(d) / f"copy-{i:02d}") for i in range(1, copies)]
+        t = time.perf_counter()
+        results = check_runs(dirs, spark_master=master, perf=False, elle_cli="")
+        out["copies"] = copies
+        out["copies_one_call_warm_s"] = round(time.perf_counter() - t, 2)
+        out["copies_all_valid"] = all(getattr(x, "valid", None) is True for x in results)
+        out["copies_one_process"] = timed_process([*fresh[:-1], *map(str, dirs)])
+    out["load_avg_1m"] = round(os.getloadavg()[0], 2)
+    return out
 
 
 def many_runs(n: int, ops: int, separate: int | None, master: str) -> dict[str, object]:

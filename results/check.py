@@ -526,7 +526,9 @@ def _judge(
     shared: dict[str, float] = {}
     t0 = time.perf_counter()
     nbytes = sum(r.files.history.stat().st_size for r in runs)
-    spark = get_spark(spark_master, nbytes)
+    # a JVM started here writes beside the one run it checks (a batch: the cache directory's spark.log)
+    spark = get_spark(spark_master, nbytes, log_to=runs[0].dest / "spark.log" if len(runs) == 1 and runs[0].dest
+                      else None)
     shared["spark_session"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:

@@ -29,7 +29,17 @@ class KafkaChecker:
 
         return absent_note(self.elle_cli)
 
+    def warm_up(self, run_dir: Path) -> None:
+        """Start the Spark session and compile the checks in the background while the run's workload
+        goes (`results.warm`); its output goes to the run's spark.log."""
+        from results import warm
+
+        warm.start(self.spark_master, run_dir / "spark.log")
+
     def check(self, run_dir: Path) -> CheckResult:
+        from results import warm
+
+        warm.finish()
         result = check_run(run_dir, spark_master=self.spark_master, elle_cli=self.elle_cli)
         render(run_dir)
         return result

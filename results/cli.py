@@ -29,8 +29,11 @@ def check(paths: tuple[Path, ...], spark_master: str | None, elle_cli: str | Non
     PATHs, the worst of them.
     """
     from results.check import check_run, check_runs, print_summary, print_verdict
-    from results.elle import absent_note
+    from results.elle import absent_note, elle_command
+    from results.spark import check_master
 
+    elle_command(elle_cli)  # a mistaken flag is the only thing said, before the note below
+    check_master(spark_master)
     if (note := absent_note(elle_cli)) is not None:
         click.echo(note, err=True)
     if len(paths) == 1:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,63 @@ _master: str | None = None
 
 #: bytes of history below which a process's JVM runs C1-compiled code only
 SMALL_BYTES = 32 << 20
+
+
+def verbose() -> bool:
+    """`chaos -v`: tools' own output on the terminal too (`CHAOS_VERBOSE`, set by the flag)."""
+    return os.environ.get("CHAOS_VERBOSE", "") not in ("", "0")
+
+
+def default_log() -> Path:
+    """Where a driver JVM started outside a run writes: the cache directory's spark.log."""
+    from results.jvm import cache_dir
+
+    return cache_dir() / "spark.log"
+
+
+def _launch(conf: dict[str, str], log_to: Path | None) -> None:
+    """Start the driver JVM ourselves, its stdout and stderr into `log_to` (the run's spark.log; else
+    `default_log()`), so the terminal keeps our own sentences only: the launcher's "Using incubator
+    modules", Spark's log4j banner, the NativeCodeLoader warning and any stack trace Spark prints all
+    land in that file (`chaos -v` leaves them on the terminal). The JVM writes to its own fd 2, which
+    no Python-side logging setting reaches; pyspark's `launch_gateway` takes the Popen arguments.
+    A JVM that does not come up is this machine's Java or Spark, not our bug: said with its last line."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    spark_conf = SparkConf(loadDefaults=False)
+    for k, v in conf.items():
+        spark_conf.set(k, v)
+    where = None if verbose() else (log_to or default_log())
+    out: Any = None
+    if where is not None:
+        try:
+            where.parent.mkdir(parents=True, exist_ok=True)
+            out = open(where, "ab")  # noqa: SIM115 - the JVM holds it for its whole life
+        except OSError:
+            out = subprocess.DEVNULL  # no place for its chatter: it is dropped, never shown
+    try:
+        gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out} if out else None)
+    except Exception as e:  # the JVM did not come up
+        if "JAVA_GATEWAY_EXITED" not in str(e) and "Java gateway process exited" not in str(e):
+            raise
+        said = _last_line(where) if where is not None else ""
+        raise EnvironmentProblem("the Spark driver JVM did not start" + (f" ({said})" if said else "")
+                                 + (f"; its output is in {where}" if where is not None else "")
+                                 + "; check the Java runtime (JAVA_HOME) and --spark-master") from None
+    finally:
+        if out is not None and out is not subprocess.DEVNULL:
+            out.close()  # the JVM has its own copy of the descriptor
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:200] if lines else ""
 
 
 def driver_memory() -> str:
@@ -91,9 +149,10 @@ def check_java() -> None:
                                  "(Debian: openjdk-17-jre-headless); install one or set JAVA_HOME")
 
 
-def get_spark(master: str | None = None, expected_bytes: int | None = None) -> Any:
+def get_spark(master: str | None = None, expected_bytes: int | None = None, log_to: Path | None = None) -> Any:
     """The process's SparkSession (created on first use); `master` defaults to local[*].
-    `expected_bytes`: how much history this process is about to check (sets the JIT, see above)."""
+    `expected_bytes`: how much history this process is about to check (sets the JIT, see above).
+    `log_to`: the file the driver JVM writes its output to when this call starts it (see `_launch`)."""
     global _session, _master
     want = master or os.environ.get("CHAOS_SPARK_MASTER") or "local[*]"
     with _lock:
@@ -127,32 +186,29 @@ def get_spark(master: str | None = None, expected_bytes: int | None = None) -> A
         small = expected_bytes is None or expected_bytes < SMALL_BYTES
         jit = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1") if small else ("-XX:+UseSerialGC",)
         jvm = driver_jvm(jit) if SparkContext._gateway is None else DriverJvm(())
-        builder = (
-            SparkSession.builder.appName("chaos-check")
-            .master(want)
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config(
-                "spark.sql.shuffle.partitions",
+        conf = {
+            "spark.app.name": "chaos-check",
+            "spark.master": want,
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions":
                 os.environ.get("CHAOS_SPARK_PARTITIONS", "2" if want.startswith("local") else "64"),
-            )
-            .config("spark.sql.adaptive.enabled", "false" if want.startswith("local") else "true")
+            "spark.sql.adaptive.enabled": "false" if want.startswith("local") else "true",
             # a 1.4 GB heap keeps the driver JVM under 2 GB resident on a 10^7-op history (1.81 GB
             # measured; with 2 GB of heap it reached 2.42 GB at the same speed: Spark spills its sorts)
-            .config("spark.driver.memory", driver_memory())
-            .config("spark.sql.ansi.enabled", "false")
+            "spark.driver.memory": driver_memory(),
+            "spark.sql.ansi.enabled": "false",
             # perf/latency.parquet is one row per op: move it to pandas as Arrow batches, not pickled rows
-            .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        )
+            "spark.sql.execution.arrow.pyspark.enabled": "true",
+        }
         if jvm.options:
-            builder = builder.config("spark.driver.extraJavaOptions", jvm.java_options)
-        try:
-            _session = builder.getOrCreate()
-        except Exception as e:  # the JVM did not come up: this machine's Java or Spark, not our bug
-            if "JAVA_GATEWAY_EXITED" not in str(e) and "Java gateway process exited" not in str(e):
-                raise
-            raise EnvironmentProblem(f"the Spark driver JVM did not start ({str(e).splitlines()[0][:160]}); "
-                                     "check the Java runtime (JAVA_HOME) and --spark-master") from None
+            conf["spark.driver.extraJavaOptions"] = jvm.java_options
+        if SparkContext._gateway is None:
+            _launch(conf, log_to)
+        builder = SparkSession.builder
+        for k, v in conf.items():
+            builder = builder.config(k, v)
+        _session = builder.getOrCreate()
         finish_dump_at_exit(jvm, _session)
         _session.sparkContext.setLogLevel("ERROR")
         _master = want

@@ -31,6 +31,7 @@ class Teleport(Protocol):
 
 class TeleportFamily:
     name = "teleport"
+    about = {"one": "a test fault"}
     kinds = ("one",)
     perf = FaultPerf("start-teleport", "stop-teleport", "teleport", "#000000")
     composite = False
