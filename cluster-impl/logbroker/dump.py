@@ -9,7 +9,7 @@ are committed. Records of transactional batches carry `"producer_id"` and `"txn"
 transaction markers (control batches, which hold no data) are not record lines but listed in the
 summary as `"markers": [[offset, "commit" | "abort", producer_id], ...]`, so a reader can tell
 committed from aborted records. With `--probes-dir`, the coverage probe counts the broker's processes
-wrote there (`logbroker.probes`) are summed into `probes.json` (`{"counts": {name: n}, "processes": n}`)
+wrote there (`logbroker.probes`) are summed into `probes.json` (`{"counts": {name: n}, "processes": n, "probes": {name: description}, "bug_probes": {switch: name}}`)
 beside the dumps. It reads the files directly, so it works on a stopped broker's data
 directory; a torn tail is reported (`"torn_bytes"`) but not repaired. Internal topics (`__consumer_offsets`,
 the group coordinator's JSON records) are left out unless `--internal` is given: a run's checks read
@@ -33,7 +33,7 @@ from logbroker.log.checkpoint import read_int
 from logbroker.log.control import read_marker
 from logbroker.log.epoch_cache import LeaderEpochCache
 from logbroker.log.log import EPOCH_FILE, HW_FILE, START_FILE
-from logbroker.probes import read_dir
+from logbroker.probes import node_file, read_dir
 
 PROBES_FILE = "probes.json"
 
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(lines)
     if args.probes_dir and args.out:
         n = len(list(args.probes_dir.glob("probes-*.json"))) if args.probes_dir.is_dir() else 0
-        (args.out / PROBES_FILE).write_text(json.dumps({"counts": read_dir(args.probes_dir), "processes": n}))
+        (args.out / PROBES_FILE).write_text(json.dumps(node_file(read_dir(args.probes_dir), n)))
     return 0
 
 

@@ -219,6 +219,14 @@ def read_dir(directory: Path) -> Counts:
     return merge(parts)
 
 
+def node_file(counts: Mapping[str, int], processes: int) -> dict[str, object]:
+    """A node's `probes.json`: its counts, and the registry they are counted against (names with their
+    descriptions, and each bug switch's probe), so a run's files say what was not hit without the
+    reader importing this broker."""
+    return {"counts": dict(sorted(counts.items())), "processes": processes, "probes": PROBES,
+            "bug_probes": BUG_PROBES}
+
+
 def table() -> str:
     """The README's table of probes (Markdown), with the bug switches that map to each."""
     by_probe: dict[str, list[str]] = {}

@@ -19,6 +19,7 @@ from typing import Any
 
 from logbroker.coord import paths
 from logbroker.dump import PROBES_FILE, dump_partition
+from logbroker.probes import node_file
 
 from logsim.loop import NODE, SimLoop
 from logsim.network import SimNetwork
@@ -225,8 +226,8 @@ class SimCluster:
                         and not p.name.startswith("__")):
             lines = "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in dump_partition(d))
             out[f"{d.name}.jsonl"] = lines.encode()
-        out[PROBES_FILE] = json.dumps({"counts": dict(sorted(self.nodes[name].probe_counts.items())),
-                                       "processes": self.nodes[name].incarnations}).encode()
+        node = self.nodes[name]
+        out[PROBES_FILE] = json.dumps(node_file(node.probe_counts, node.incarnations)).encode()
         return out
 
     # --- faults ----------------------------------------------------------------------------------

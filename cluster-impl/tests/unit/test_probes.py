@@ -85,4 +85,5 @@ def test_a_process_file_is_written_at_a_first_hit_and_summed_by_the_dump(tmp_pat
     out = tmp_path / "out"
     assert dump_main(["--log-dirs", str(tmp_path / "logs"), "--out", str(out), "--probes-dir", str(d)]) == 0
     got = json.loads((out / "probes.json").read_text())
-    assert got == {"counts": {"controller-failover": 1, "unclean-leader-election": 3}, "processes": 2}
+    assert got["counts"] == {"controller-failover": 1, "unclean-leader-election": 3} and got["processes"] == 2
+    assert got["probes"] == probes.PROBES and got["bug_probes"] == probes.BUG_PROBES
