@@ -166,11 +166,12 @@ def probe(name: str) -> Probe:
     return Probe(name)
 
 
-def set_scope(scope: Callable[[], Counts | None] | None) -> None:
+def set_scope(scope: Callable[[], Counts | None] | None) -> Callable[[], Counts | None] | None:
     """Count into what `scope()` returns (None: the process's own counts) — a simulator's per-broker
-    counts; `None` restores the default."""
+    counts; `None` restores the default. Returns the scope it replaces, to be put back."""
     global _scope
-    _scope = scope
+    before, _scope = _scope, scope
+    return before
 
 
 def process_counts() -> Counts:

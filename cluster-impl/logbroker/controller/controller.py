@@ -31,7 +31,6 @@ from logbroker.protocol.errors import Err
 
 log = logging.getLogger(__name__)
 _FAILOVER = probe("controller-failover")
-_FAILOVER_MOVING = probe("controller-failover-during-reassignment")
 _RESIGNS = probe("controller-resigns-on-stale-version")
 _UNCLEAN = probe("unclean-leader-election")
 _ELR = probe("elr-leader-elected")
@@ -106,8 +105,6 @@ class Controller:
             await self.ops.resume()
             if epoch > 1:
                 _FAILOVER()
-                if self.state is not None and self.state.reassignments:
-                    _FAILOVER_MOVING()
         self._timers = [asyncio.ensure_future(self._every(self.settings.reassignment_check_interval_s,
                                                           self.ops.reassignment_tick))]
         if self.settings.auto_leader_rebalance:

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 _UNCLEAN = probe("unclean-leader-election")
 _PREFERRED = probe("preferred-leader-election")
 _MOVED = probe("reassignment-completed")
+_FAILOVER_MOVING = probe("controller-failover-during-reassignment")
 
 Outcome = tuple[Err, str | None]
 OK: Outcome = (Err.NONE, None)
@@ -44,6 +45,8 @@ class Operations:
     async def resume(self) -> None:
         """Called by a new controller with the lock held: pick up what the store says is pending."""
         await self._on_reassignments_changed()
+        if self.ctl.state is not None and self.ctl.state.epoch > 1 and self.ctl.state.reassignments:
+            _FAILOVER_MOVING()  # found moves under way (the tick completes them later)
         await self._on_partitions_add_changed()
         await self._on_preferred_election_changed()
 

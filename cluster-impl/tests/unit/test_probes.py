@@ -60,16 +60,18 @@ def test_the_readme_table_is_the_registry() -> None:
 def test_counts_go_to_the_current_scope_and_otherwise_to_the_process() -> None:
     hit = probes.probe("controller-failover")
     mine: dict[str, int] = {}
-    before = probes.process_counts().get("controller-failover", 0)
-    probes.set_scope(lambda: mine)
+    at_start = probes.process_counts().get("controller-failover", 0)
+    before = probes.set_scope(None)
     try:
+        probes.set_scope(lambda: mine)
         hit()
+        hit()
+        probes.set_scope(None)
         hit()
     finally:
-        probes.set_scope(None)
-    hit()
+        probes.set_scope(before)
     assert mine == {"controller-failover": 2}
-    assert probes.process_counts()["controller-failover"] == before + 1
+    assert probes.process_counts()["controller-failover"] == at_start + 1
 
 
 def test_a_process_file_is_written_at_a_first_hit_and_summed_by_the_dump(tmp_path: Path,
