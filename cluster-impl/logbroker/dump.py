@@ -9,11 +9,11 @@ are committed. Records of transactional batches carry `"producer_id"` and `"txn"
 transaction markers (control batches, which hold no data) are not record lines but listed in the
 summary as `"markers": [[offset, "commit" | "abort", producer_id], ...]`, so a reader can tell
 committed from aborted records. With `--probes-dir`, the coverage probe counts the broker's processes
-wrote there (`logbroker.probes`) are summed into `probes.json` (`{"counts": {name: n}, "processes": n, "probes": {name: description}, "bug_probes": {switch: name}}`)
-beside the dumps. It reads the files directly, so it works on a stopped broker's data
-directory; a torn tail is reported (`"torn_bytes"`) but not repaired. Internal topics (`__consumer_offsets`,
-the group coordinator's JSON records) are left out unless `--internal` is given: a run's checks read
-every dumped file as the workload's data.
+wrote there (`logbroker.probes`) are summed into `probes.json` beside the dumps: `{"counts": {name: n},
+"processes": n, "probes": {name: description}, "bug_probes": {switch: name}}`. It reads the files
+directly, so it works on a stopped broker's data directory; a torn tail is reported (`"torn_bytes"`) but
+not repaired. Internal topics (`__consumer_offsets`, the group coordinator's JSON records) are left out
+unless `--internal` is given: a run's checks read every dumped file as the workload's data.
 """
 
 from __future__ import annotations
