@@ -80,10 +80,10 @@ class Partition:
         """Follower truncation: cut the log, then rebuild the producer state for what is left (an
         open transaction whose marker was cut is open again)."""
         if offset < self.leo:
-            was_open = set(self.producers.ongoing)
+            was_open = set(self.producers.ongoing.items())
             self.log.truncate_to(offset)
             self.load_producer_state()
-            if set(self.producers.ongoing) - was_open:
+            if set(self.producers.ongoing.items()) - was_open:  # a transaction open again, from its first offset
                 _REOPENS_TXN()
 
     def load_producer_state(self) -> None:
