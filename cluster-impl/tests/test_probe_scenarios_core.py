@@ -19,6 +19,8 @@ from logbroker.core.clock import ManualClock
 from logbroker.core.partition import Role, TopicPartition
 from logbroker.group.records import partition_for
 from logbroker.protocol.errors import Err
+from logbroker.replication.fetcher import FetcherSettings, ReplicaFetcher
+from logbroker.replication.truncation import TruncationSearch
 
 
 @contextmanager
@@ -76,6 +78,54 @@ def coordinator_moves_with_a_member_waiting(tmp: Path) -> None:
     assert got is not None and got["error_code"] == Err.NOT_COORDINATOR
 
 
+def fetch_beyond_the_log_end(tmp: Path) -> None:
+    core = txcore.make_core(tmp, **{"transaction.kip890.enable": "false"})
+    got = txcore.body(txcore.fetch(core, 7, committed=False))["responses"][0]["partitions"][0]
+    assert got["error_code"] == Err.OFFSET_OUT_OF_RANGE
+
+
+def cut_below_the_hw(tmp: Path) -> None:
+    """The new leader's epoch ends below this follower's HW (it lost records the follower counted
+    committed): the follower's search lands there and cuts below its HW."""
+    core = txcore.make_core(tmp, **{"transaction.kip890.enable": "false"})
+    p = core.partitions[TopicPartition(txcore.TOPIC, 0)]
+    for _ in range(5):
+        p.append_as_leader(part.plain(2))
+    p.hw = 8
+    p.role, p.leader_id, p.leader_epoch = Role.FOLLOWER, 2, 7
+    search = TruncationSearch(p.log.epochs, p.leo, p.hw)
+    epoch = search.question()
+    assert epoch is not None
+    search.answer(epoch, 6)
+    assert search.result == 6
+    fetcher = ReplicaFetcher(2, core, lambda _b: None, FetcherSettings(1))
+    key = (txcore.TOPIC, 0)
+    fetcher.state.add(key, 7, p.leo)
+    fetcher._cut(key, 7, search.result)
+    assert p.leo == 6 and p.hw == 6
+
+
+def commit_outlived_by_its_coordinator(tmp: Path) -> None:
+    """An offset commit waits for a follower that never fetches; meanwhile the partition is led
+    elsewhere and unloaded; the write times out after its load is gone."""
+    clock = ManualClock(1_000_000)
+    core = _core(tmp, clock)
+    groups.create_topic(core, "t", 1)
+    p = core.partitions[TopicPartition("__consumer_offsets", partition_for(groups.G, 3))]
+    p.replicas, p.isr = [1, 2], [1, 2]  # a follower that never fetches: the HW stays
+    reply = groups.call(core, 8, 6, {"group_id": groups.G, "generation_id_or_member_epoch": -1, "member_id": "",
+                                     "topics": [{"name": "t", "partitions": [
+                                         {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
+                                          "committed_metadata": ""}]}]})
+    assert groups.answer(reply) is None
+    p.role = Role.FOLLOWER
+    core.tick()
+    clock.advance(10_000)
+    core.tick()
+    got = groups.answer(reply)
+    assert got is not None and got["topics"][0]["partitions"][0]["error_code"] != 0
+
+
 def txn_scenario(test: Callable[..., None], kind: str) -> Callable[[Path], None]:
     def run(tmp: Path) -> None:
         if kind == "coordinated":
@@ -90,6 +140,9 @@ def txn_scenario(test: Callable[..., None], kind: str) -> Callable[[Path], None]
 
 
 SCENARIOS: dict[str, Callable[[Path], None]] = {
+    "follower-truncates-below-hw": cut_below_the_hw,
+    "group-commit-coordinator-lost-in-flight": commit_outlived_by_its_coordinator,
+    "fetch-offset-out-of-range": fetch_beyond_the_log_end,
     "group-commit-during-rebalance": commit_during_rebalance,
     "group-commit-illegal-generation": commit_of_an_old_generation,
     "group-coordinator-moved-with-members": coordinator_moves_with_a_member_waiting,

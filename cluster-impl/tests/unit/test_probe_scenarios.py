@@ -124,7 +124,29 @@ def truncation_below_diverged_epoch() -> None:
     assert search.question() == 0  # so our epochs 2 and 3 diverged: ask about 0
 
 
+def stale_controller_epoch_order() -> None:
+    state, refused = rules.controller_request(rules.ReplicaState(1, frozenset(), controller_epoch=4), 3)
+    assert refused
+
+
+def leader_knows_none_of_our_epochs() -> None:
+    epochs = LeaderEpochCache(None)
+    epochs.assign(5, 0)
+    search = TruncationSearch(epochs, leo=30, hw=12)
+    search.answer(-1, -1)  # UNDEFINED: the leader never had any epoch as old as ours
+    assert search.result == 12
+
+
+def offsets_for_an_old_epoch() -> None:
+    from logbroker.protocol.errors import Err
+
+    assert rules.fenced_epoch(rules.ReplicaState(1, frozenset()), 3, 5) == Err.FENCED_LEADER_EPOCH
+
+
 PROCESS_SCENARIOS: dict[str, Callable[[], None]] = {
+    "offsets-for-epoch-fenced": offsets_for_an_old_epoch,
+    "stale-controller-epoch-order": stale_controller_epoch_order,
+    "truncation-leader-knows-no-epoch": leader_knows_none_of_our_epochs,
     "unclean-leader-election": leader_dies_with_the_isr(unclean=True),
     "partition-offline-with-live-laggard": leader_dies_with_the_isr(unclean=False),
     "elr-leader-elected": leader_dies_with_the_isr(unclean=False, elr=(2,)),
