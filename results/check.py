@@ -38,7 +38,7 @@ from kernel.errors import (
 )
 from kernel.history import HistoryScan, read_ops
 from kernel.history.columns import ColumnFiles, ColumnWriter
-from results.coverage import read_coverage, verdict_note
+from results.coverage import bugs_of, read_coverage, verdict_note
 
 log = logging.getLogger(__name__)
 EXAMPLES = 8
@@ -492,7 +492,7 @@ def _finish(r: _Run, batch: dict[int, Any]) -> CheckResult:
         if "subscribe" in sub_via(r.files.test_json):
             found = {**found, **_commit_anomalies(r)}
         result = _verdict(r, found, crashed, perf_summary, elle)
-    cov = read_coverage(r.files.replicas, (r.files.test_json or {}).get("bugs", []))
+    cov = read_coverage(r.files.replicas, bugs_of(r.files.test_json))
     if cov is not None:
         result = replace(result, coverage=cov.to_json())
     _write(result, r.dest)

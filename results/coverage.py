@@ -80,12 +80,18 @@ def read_coverage(replicas: Path | None, bugs: Iterable[str] = ()) -> Coverage |
     return Coverage(merge(per_node.values()), probes, bug_probes, tuple(bugs), len(per_node), per_node)
 
 
+def bugs_of(test_json: Mapping[str, Any] | None) -> list[str]:
+    """The bug switches a run had on (test.json keeps them in its run configuration)."""
+    cfg = (test_json or {}).get("config")
+    return [str(b) for b in cfg.get("bugs", [])] if isinstance(cfg, Mapping) else []
+
+
 def run_coverage(run_dir: Path) -> Coverage | None:
     """`read_coverage` of a stored run directory, with the bug switches its test.json names."""
-    bugs: list[str] = []
+    test: Any = None
     with contextlib.suppress(OSError, ValueError):
-        bugs = list(json.loads((run_dir / "test.json").read_text()).get("bugs", []))
-    return read_coverage(run_dir / "replicas", bugs)
+        test = json.loads((run_dir / "test.json").read_text())
+    return read_coverage(run_dir / "replicas", bugs_of(test if isinstance(test, Mapping) else None))
 
 
 def verdict_note(coverage: Mapping[str, Any] | None) -> str:

@@ -48,7 +48,7 @@ def test_the_report_says_not_exercised_beside_the_verdict(valid_run: Path, tmp_p
     for node in ("n1", "n2", "n3"):
         _node(run / "replicas", node, {"a": 1})
     test = json.loads((run / "test.json").read_text())
-    test["bugs"] = ["bug-on-b"]
+    test["config"]["bugs"] = ["bug-on-b"]
     (run / "test.json").write_text(json.dumps(test))
     cov = run_coverage(run)
     assert cov is not None and cov.not_exercised == {"bug-on-b": "b"}
