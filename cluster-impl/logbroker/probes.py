@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -183,7 +182,8 @@ def persist_to(directory: Path) -> Path:
     """Write this process's counts into a file of its own under `directory` from now on."""
     global _file
     directory.mkdir(parents=True, exist_ok=True)
-    _file = directory / f"probes-{os.getpid()}-{time.time_ns()}.json"
+    # a process's own name: a restarted broker in a container may get its predecessor's pid again
+    _file = directory / f"probes-{os.getpid()}-{os.urandom(4).hex()}.json"
     flush()
     return _file
 
