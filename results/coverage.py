@@ -99,3 +99,25 @@ def verdict_note(coverage: Mapping[str, Any] | None) -> str:
     if not coverage or not coverage.get("not_exercised"):
         return ""
     return "not exercised: " + ", ".join(f"{b} (probe {p} not hit)" for b, p in coverage["not_exercised"].items())
+
+
+def night_coverage(runs: Iterable[tuple[str, Path]]) -> dict[str, Any] | None:
+    """A night's coverage from its (mix, run directory) pairs: per mix the probes its runs hit, the
+    night's total, the probes no run hit, and each bug switch's probe hit or not; None when no run
+    stored probe counts."""
+    per_mix: dict[str, dict[str, int]] = {}
+    probes: dict[str, str] = {}
+    bug_probes: dict[str, str] = {}
+    for mix, run_dir in runs:
+        cov = run_coverage(run_dir)
+        if cov is None:
+            continue
+        per_mix[mix] = merge([per_mix.get(mix, {}), cov.hit])
+        probes, bug_probes = probes or cov.probes, bug_probes or cov.bug_probes
+    if not per_mix:
+        return None
+    total = merge(per_mix.values())
+    return {"per_mix": {m: sorted(h) for m, h in sorted(per_mix.items())}, "hit": total,
+            "never_hit": [p for p in probes if p not in total],
+            "switch_probes": {b: {"probe": p, "hit": p in total} for b, p in sorted(bug_probes.items())},
+            "descriptions": probes}
