@@ -44,10 +44,15 @@ PORT = 9092
 EPOCH_MS = 1_800_000_000_000  # the wall clock at simulated time 0 (late 2027)
 
 
+#: the probe counts of a node while `SimNode.start` builds its broker (outside any incarnation's
+#: context: what is scheduled there keeps the context it always had)
+_starting: dict[str, int] | None = None
+
+
 def _node_probes() -> dict[str, int] | None:
     """The probe counts of the node whose code runs now (None outside any node: the process's own)."""
     inc = NODE.get()
-    return None if inc is None else inc.probes
+    return _starting if inc is None else inc.probes
 
 
 probes.set_scope(_node_probes)
@@ -106,10 +111,14 @@ class SimNode:
         loop = self.cluster.loop
         self.incarnations += 1
         inc = self.inc = Incarnation(self.name, self.incarnations, probes=self.probe_counts)
-        inc.context().run(self._start, loop, inc)
+        global _starting
+        _starting = self.probe_counts  # what opening the logs hits counts for this node
+        try:
+            self._start(loop, inc)
+        finally:
+            _starting = None
 
     def _start(self, loop: SimLoop, inc: Incarnation) -> None:
-        """In the incarnation's context, so what opening the logs hits counts for this node."""
         cfg = self.config()
         core = self.core = BrokerCore(cfg, self.clock)
         core.load_partitions()
