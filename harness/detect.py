@@ -51,10 +51,24 @@ class Attempt:
     wall_s: float
     run_dir: str | None
     error: str | None = None
+    #: the switch's scenario probe and whether the run hit it (None: no probe counts were stored)
+    probe: str | None = None
+    exercised: bool | None = None
 
     @property
     def caught(self) -> bool:
         return any(a in LOSS_OR_DIVERGENCE for a in self.bad)
+
+    @property
+    def why_missed(self) -> str:
+        """For a switch's run that caught nothing: whether it even reached the switch's scenario."""
+        if self.bug is None or self.caught:
+            return ""
+        if self.exercised is None:
+            return "no probe counts stored: cannot tell whether the scenario was reached"
+        if not self.exercised:
+            return f"not exercised: its probe {self.probe} was never hit"
+        return f"exercised (probe {self.probe} hit) yet not caught"
 
 
 @dataclass
@@ -79,6 +93,8 @@ class Row:
             "unknown_runs": sum(1 for a in self.attempts if a.valid not in (True, False)),
             "max_run_wall_s": round(max((a.wall_s for a in self.attempts), default=0.0), 1),
             "errors": [a.error for a in self.attempts if a.error],
+            "misses_not_exercised": sum(1 for a in self.attempts if a.bug and not a.caught and a.exercised is False),
+            "misses": [{"seed": a.seed, "mix": a.mix, "why": a.why_missed} for a in self.attempts if a.why_missed],
             "attempts": [asdict(a) for a in self.attempts],
         }
 
@@ -111,7 +127,8 @@ def detect(bugs: list[str], base: dict[str, Any], *, seeds: int, first_seed: int
             seed += 1
             row.attempts.append(att)
             say(f"{bug}: seed {att.seed} [{name}] -> {'CAUGHT ' if att.caught else ''}"
-                f"{','.join(att.bad) or 'no anomalies'} ({att.error or f'{att.wall_s:.0f} s'})")
+                f"{','.join(att.bad) or 'no anomalies'} ({att.error or f'{att.wall_s:.0f} s'})"
+                + (f" — {att.why_missed}" if att.why_missed else ""))
             if att.caught and not every_seed:
                 break
         rows.append(row)
@@ -141,8 +158,9 @@ def _attempt(bug: str | None, name: str, nemeses: tuple[str, ...], seed: int, ba
     t0 = time.monotonic()
     try:
         code, valid, anomalies, bad, run_dir = run_one(spec)
+        probe, exercised = _exercised(bug, run_dir)
         return Attempt(bug, name, seed, code, valid, anomalies, bad, time.monotonic() - t0,
-                       str(run_dir) if run_dir else None)
+                       str(run_dir) if run_dir else None, probe=probe, exercised=exercised)
     except Interrupted:  # Ctrl-C or SIGTERM: the run healed and kept its history; the matrix stops too
         raise
     except Exception as e:  # a harness or environment failure: recorded, the matrix goes on
@@ -150,11 +168,23 @@ def _attempt(bug: str | None, name: str, nemeses: tuple[str, ...], seed: int, ba
                        f"{type(e).__name__}: {e}")
 
 
+def _exercised(bug: str | None, run_dir: Path | None) -> tuple[str | None, bool | None]:
+    """The switch's scenario probe and whether the run hit it, from the run's stored probe counts."""
+    if bug is None or run_dir is None:
+        return None, None
+    from results.coverage import run_coverage
+
+    cov = run_coverage(Path(run_dir))
+    if cov is None or bug not in cov.bug_probes:
+        return None, None
+    return cov.bug_probes[bug], cov.bug_probes[bug] in cov.hit
+
+
 def table(rows: list[Row]) -> str:
     """The matrix as a Markdown table (what the README carries)."""
     lines = ["| switch | mixes that caught it | caught runs / runs | runs to first detection | "
-             "wall time to detection | bad anomaly types | unknown runs | slowest run |",
-             "|---|---|---|---|---|---|---|---|"]
+             "wall time to detection | bad anomaly types | unknown runs | slowest run | misses not exercised |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         j = r.to_json()
         first = j["runs_to_first_detection"]
@@ -162,7 +192,8 @@ def table(rows: list[Row]) -> str:
             f"| {j['bug']} | {', '.join(j['mixes_that_caught']) or '—'} | {j['caught_runs']} / {j['runs']} | "
             f"{first if first is not None else 'not caught'} | "
             f"{str(j['wall_s_to_first_detection']) + ' s' if first is not None else '—'} | "
-            f"{', '.join(j['anomalies']) or 'none'} | {j['unknown_runs']} | {j['max_run_wall_s']} s |")
+            f"{', '.join(j['anomalies']) or 'none'} | {j['unknown_runs']} | {j['max_run_wall_s']} s | "
+            f"{j['misses_not_exercised'] if r.bug else '—'} |")
     return "\n".join(lines)
 
 

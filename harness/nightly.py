@@ -375,13 +375,20 @@ def write_summary(night: Night, *, junit: Path | None = None) -> list[Path]:
     doc = {"name": night.plan.name, "id": out.name, "started": night.started, "finished": time.time(),
            "budget_s": night.plan.budget_s, "exit_code": night.exit_code, "interrupted": night.interrupted,
            "check_seconds": round(night.check_seconds, 1),
-           "entries": [e.to_json() for e in night.entries]}
+           "entries": [e.to_json() for e in night.entries], "coverage": _coverage(night)}
     (out / "nightly.json").write_text(json.dumps(doc, indent=1))
     written.append(out / "nightly.json")
     (out / "index.html").write_text(summary_html(night))
     written.append(out / "index.html")
     written.append(write_index(night.plan.store))
     return written
+
+
+def _coverage(night: Night) -> dict[str, Any] | None:
+    """Probes hit per mix and in the whole night, those never hit, each switch's probe (results.coverage)."""
+    from results.coverage import night_coverage
+
+    return night_coverage((e.cell.mix, e.run_dir) for e in night.entries if e.run_dir is not None)
 
 
 def case_of(e: Entry, suite: str) -> Any:
@@ -429,4 +436,5 @@ def summary_html(night: Night) -> str:
         })
     return render("nightly.html", title=night.out_dir.name, rows=rows,
                   summary=", ".join(f"{n} {o}" for o, n in sorted(counts.items())),
-                  budget=_fmt(night.plan.budget_s), exit_code=night.exit_code, interrupted=night.interrupted or "")
+                  budget=_fmt(night.plan.budget_s), exit_code=night.exit_code, interrupted=night.interrupted or "",
+                  coverage=_coverage(night))

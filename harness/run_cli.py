@@ -67,7 +67,11 @@ def _label(valid: Any) -> str:
 @click.option("--test-count", type=click.IntRange(1, 10_000), default=1, show_default=True,
               help="Repeat with seeds seed, seed+1, ...")
 @click.option("--no-progress", is_flag=True, help="No live progress line.")
-def run(config_file: Path | None, test_count: int, no_progress: bool, **flags: Any) -> int:
+@click.option("--until-covered", "until_covered", default=None, metavar="PROBES",
+              help="Comma-separated probes (cluster-impl/README.md): draw seeds seed, seed+1, ... until every "
+                   "one was hit by some run, or --test-count runs are done (the budget); stops early on a failure.")
+def run(config_file: Path | None, test_count: int, no_progress: bool, until_covered: str | None,
+        **flags: Any) -> int:
     """Provision, run a workload under faults, record the history, check it, report.
 
     Exit codes: 0 valid, 1 anomalies found, 2 unknown, 3 usage, 4 provisioning, 5 a node, 6 this
@@ -78,6 +82,8 @@ def run(config_file: Path | None, test_count: int, no_progress: bool, **flags: A
 
     spec = make_spec(config_file, flags)
     build_test(spec)  # every name checked before the first run starts
+    wanted = _wanted_probes(until_covered)
+    hit: set[str] = set()
     worst = 0
     for i in range(test_count):
         s = build_spec({"seed": spec.seed + i}, base=spec)
@@ -87,11 +93,57 @@ def run(config_file: Path | None, test_count: int, no_progress: bool, **flags: A
 
             check_determinism(s, out.run_dir / "history.jsonl")
             click.echo(f"seed {s.seed}: two simulations wrote the identical history", err=True)
-        click.echo(f"run {i + 1}/{test_count} seed {s.seed}: {_label(out.valid)} — {out.run_dir}", err=True)
+        note = _verdict_note(out.run_dir)
+        click.echo(f"run {i + 1}/{test_count} seed {s.seed}: {_label(out.valid)}{f' ({note})' if note else ''}"
+                   f" — {out.run_dir}", err=True)
         if out.exit_code != 0:
             click.echo(f"reproduce with: chaos replay {out.run_dir}", err=True)
         worst = max(worst, out.exit_code)
+        if wanted is not None:
+            hit |= _hit_probes(out.run_dir, wanted)
+            missing = sorted(wanted - hit)
+            click.echo(f"until-covered: {len(wanted) - len(missing)}/{len(wanted)} hit"
+                       + (f", still missing {', '.join(missing)}" if missing else " — every named probe hit"), err=True)
+            if not missing or out.exit_code != 0:
+                break
+    if wanted is not None and wanted - hit:
+        click.echo(f"until-covered: the budget ({test_count} runs) ended with {', '.join(sorted(wanted - hit))} "
+                   "never hit", err=True)
     return worst
+
+
+def _wanted_probes(arg: str | None) -> set[str] | None:
+    """The probes `--until-covered` names (checked against the registry the first run's files carry:
+    the harness does not import the broker)."""
+    if arg is None:
+        return None
+    names = {n.strip() for n in arg.split(",") if n.strip()}
+    if not names:
+        raise UsageError("--until-covered needs probe names, comma-separated (cluster-impl/README.md lists them)")
+    return names
+
+
+def _hit_probes(run_dir: Path, wanted: set[str]) -> set[str]:
+    """Which of `wanted` the run hit; a name its broker does not know is a usage error (a typo would never
+    be hit, and the search would spend its whole budget on it)."""
+    from results.coverage import run_coverage
+
+    cov = run_coverage(run_dir)
+    if cov is None:
+        return set()
+    unknown = sorted(wanted - set(cov.probes)) if cov.probes else []
+    if unknown:
+        raise UsageError(f"--until-covered: the broker knows no probe {', '.join(unknown)}; the probes are listed "
+                         "in cluster-impl/README.md")
+    return wanted & set(cov.hit)
+
+
+def _verdict_note(run_dir: Path) -> str:
+    """results.json's "not exercised" note ('' when none, or when the run was not checked)."""
+    try:
+        return str(json.loads((run_dir / "results.json").read_text()).get("verdict_note", ""))
+    except (OSError, ValueError):
+        return ""
 
 
 def _load_run(run_dir: Path) -> dict[str, Any]:

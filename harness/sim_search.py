@@ -33,11 +33,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.coverage_guide import Candidate, CoverageGuide
 from harness.provision.sim_screen import screen
 from harness.registry import build_test, judge_many
 from harness.run import run
 from kernel.nemesis import PlannedFault
 from kernel.spec import RunSpec, build_spec
+from results.coverage import read_coverage
 
 
 @dataclass
@@ -60,6 +62,7 @@ class SearchOutcome:
     time_to_detect_s: float | None = None
     spark_batches: int = 0  # Spark jobs that judged batches of seeds
     spark_checked: int = 0  # seeds those jobs judged
+    first_hit: dict[str, int] = field(default_factory=dict)  # probe -> seeds simulated when it was first hit
 
 
 @dataclass
@@ -72,6 +75,7 @@ class Simulated:
     wall_s: float
     faults: list[dict[str, Any]]
     run_dir: str | None  # kept for the batch's Spark check; None when the scratch was removed
+    probes: dict[str, int] = field(default_factory=dict)  # coverage probes the run hit (all nodes)
 
 
 def simulate(spec: RunSpec, store: str | Path, faults: list[PlannedFault] | None = None) -> tuple[Path, dict[str, Any]]:
@@ -94,6 +98,7 @@ def simulate_and_screen(spec_json: dict[str, Any], faults_json: list[dict[str, A
     try:
         run_dir, meta = simulate(spec, store, faults)
         found = screen(run_dir, idempotent=spec.idempotence)
+        cov = read_coverage(run_dir / "replicas")
         if not (meta["recovered"] and meta["drained"]):  # liveness: after the heal every partition must get
             found["not-recovered"] = 1  # a leader and a full ISR and the drain must finish, in simulated time
     except BaseException:
@@ -102,7 +107,8 @@ def simulate_and_screen(spec_json: dict[str, Any], faults_json: list[dict[str, A
     if keep_in is None:
         shutil.rmtree(store, ignore_errors=True)
     return Simulated(spec.seed, found, float(meta.get("sim_seconds", 0.0)), time.monotonic() - t0,
-                     list(meta["schedule"]), str(run_dir) if keep_in is not None else None)
+                     list(meta["schedule"]), str(run_dir) if keep_in is not None else None,
+                     {} if cov is None else cov.hit)
 
 
 #: a batch is judged once its histories and replica dumps reach this size, whatever --check-batch
@@ -198,9 +204,11 @@ def seed_spec(base: RunSpec, seed: int, rates: tuple[float, ...] = ()) -> RunSpe
 
 def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: Callable[[str], None],
            max_seeds: int | None = None, shrink_found: bool = True, check_batch: int = 32,
-           spark_master: str | None = None, rates: tuple[float, ...] = ()) -> SearchOutcome:
+           spark_master: str | None = None, rates: tuple[float, ...] = (),
+           guide: CoverageGuide | None = None) -> SearchOutcome:
     """Simulate seeds until one fails (or the budget or `max_seeds` ends); shrink it. Each seed runs
-    at `base.rate`, or with `rates` at its own (`seed_spec`)."""
+    at `base.rate`, or with `rates` at its own (`seed_spec`). With `guide`, half of each round are
+    mutants of the seeds that hit probes no earlier one hit (`coverage_guide.py`)."""
     t0 = time.monotonic()
     deadline = t0 + budget_s
     out = SearchOutcome()
@@ -238,13 +246,18 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
                 n = jobs if max_seeds is None else min(jobs, max_seeds - out.seeds)
                 if n <= 0:
                     break
-                batch = [pool.submit(simulate_and_screen, seed_spec(base, s, rates).to_json(), None, scratch)
-                         for s in range(seed, seed + n)]
+                todo = guide.candidates(n) if guide is not None else [Candidate(s, None) for s in range(seed, seed + n)]
+                batch = [pool.submit(simulate_and_screen, seed_spec(base, c.seed, rates).to_json(), c.faults, scratch)
+                         for c in todo]
                 seed += n
                 for fut in batch:  # in seed order: the first failing seed is the smallest
                     sim = fut.result()
                     out.seeds += 1
                     out.sim_seconds += sim.sim_seconds
+                    for p in sim.probes:
+                        out.first_hit.setdefault(p, out.seeds)
+                    if guide is not None:
+                        guide.observe(sim.seed, sim.faults, sim.probes)
                     if sim.screened and out.found is None:
                         out.found = Found(sim.seed, sim.screened, [PlannedFault.from_json(f) for f in sim.faults],
                                           sim.wall_s)

@@ -57,9 +57,12 @@ def parse_rates(text: str) -> tuple[float, ...]:
 @click.option("--spark-master", default=None, help="Spark master URL for the checks (default local[*]).")
 @click.option("--store", default="store", show_default=True)
 @click.option("--no-check", is_flag=True, help="Save the shrunk run without the Spark check and report.")
+@click.option("--guide", type=click.Choice(["none", "coverage"]), default="none", show_default=True,
+              help="coverage: half of each round mutates the schedules of seeds that hit coverage probes no "
+                   "earlier seed hit (harness/coverage_guide.py).")
 def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: int, time_limit: float, rate_text: str,
                nemesis_interval: float, first_seed: int, max_seeds: int | None, jobs: int, check_batch: int,
-               spark_master: str | None, store: str, no_check: bool) -> int:
+               spark_master: str | None, store: str, no_check: bool, guide: str) -> int:
     """Simulate seeds in parallel until one fails (the quick screen for loss and divergence at once,
     the real checker every --check-batch seeds); shrink its fault schedule; save the smallest
     failing run in the store with its check and report.
@@ -80,9 +83,14 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
         values["nemesis"] = nemesis
     base = build_test(build_spec(values)).spec  # every name checked; the sim's default mix filled in
     say = lambda s: click.echo(f"sim-search: {s}", err=True)  # noqa: E731
+    from harness.coverage_guide import CoverageGuide
+
+    steer = CoverageGuide(first_seed, time_limit) if guide == "coverage" else None
     out = search(base, first_seed=first_seed, budget_s=parse_budget(budget), jobs=jobs, say=say,
-                 max_seeds=max_seeds, check_batch=check_batch, spark_master=spark_master, rates=rates)
+                 max_seeds=max_seeds, check_batch=check_batch, spark_master=spark_master, rates=rates, guide=steer)
     rate_h = out.seeds / out.wall_s * 3600 if out.wall_s else 0.0
+    say(f"coverage: {len(out.first_hit)} probes hit" + (f"; corpus {len(steer.corpus)} schedules, "
+                                                       f"{steer.mutants} mutants run" if steer else ""))
     say(f"{out.seeds} seeds ({out.sim_seconds:.0f} simulated s) in {out.wall_s:.1f} s: {rate_h:.0f} seeds/hour; "
         f"{out.spark_checked} of them judged by the checker in {out.spark_batches} Spark job(s)")
     if out.found is None:

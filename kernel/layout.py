@@ -14,6 +14,9 @@ BROKER_CONFIG = "/etc/chaos/broker.properties"
 BROKER_DATA = "/var/lib/logbroker"
 BROKER_LOG = "/var/log/chaos/broker.log"
 BROKER_PIDFILE = "/run/chaos/broker.pid"
+#: the broker processes' coverage probe counts, one file per process (outside the broker's disk, so a
+#: power loss or a lost disk does not take the evidence with it)
+BROKER_PROBES = "/var/log/chaos/probes"
 BROKER_PORT = 9092
 
 # --- the broker's disk: a FUSE file system (the image's lazyfs) over BROKER_DISK, mounted at

@@ -20,7 +20,7 @@ import logging
 import os
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from kernel.errors import (
 )
 from kernel.history import HistoryScan, read_ops
 from kernel.history.columns import ColumnFiles, ColumnWriter
+from results.coverage import bugs_of, read_coverage, verdict_note
 
 log = logging.getLogger(__name__)
 EXAMPLES = 8
@@ -77,6 +78,7 @@ class CheckResult:
     perf: dict[str, Any] = field(default_factory=dict)
     run_dir: Path | None = None
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, for the benchmark
+    coverage: dict[str, Any] = field(default_factory=dict)  # results.coverage: probes hit, not hit, not exercised
 
     @property
     def exit_code(self) -> int:
@@ -97,7 +99,17 @@ class CheckResult:
         out["perf"] = self.perf
         out["warnings"] = self.warnings
         out["timings_s"] = self.timings
+        if self.coverage:
+            out["coverage"] = self.coverage
+            out["verdict_note"] = verdict_note(self.coverage)
         return out
+
+    @property
+    def label(self) -> str:
+        """The verdict as said: VALID, INVALID or UNKNOWN, with "not exercised: ..." when a bug switch
+        was on and its scenario's probe never hit (the exit code stays the verdict's)."""
+        note = verdict_note(self.coverage)
+        return f"{describe(self.valid)} ({note})" if note else describe(self.valid)
 
 
 @dataclass(frozen=True)
@@ -480,6 +492,9 @@ def _finish(r: _Run, batch: dict[int, Any]) -> CheckResult:
         if "subscribe" in sub_via(r.files.test_json):
             found = {**found, **_commit_anomalies(r)}
         result = _verdict(r, found, crashed, perf_summary, elle)
+    cov = read_coverage(r.files.replicas, bugs_of(r.files.test_json))
+    if cov is not None:
+        result = replace(result, coverage=cov.to_json())
     _write(result, r.dest)
     return result
 
@@ -605,6 +620,8 @@ def print_verdict(result: CheckResult) -> None:
         console.print(f"elle-cli: {result.elle.get('status')} ({result.elle.get('detail')})")
     label = describe(result.valid)
     colour = {"VALID": "green", "INVALID": "red"}.get(label, "yellow")
+    if result.label != label:
+        console.print(f"[yellow]{result.label}[/]")
     console.print(
         f"[bold {colour}]{label}[/]" + (f" — results in {result.run_dir / 'results.json'}" if result.run_dir else "")
     )
@@ -624,6 +641,8 @@ def print_summary(paths: list[Path], results: list[CheckResult | ChaosError]) ->
         else:
             label, code = describe(r.valid), r.exit_code
             detail = ", ".join(r.bad_error_types or r.anomalies) or ""
+            if verdict_note(r.coverage):
+                detail = f"{detail} ({verdict_note(r.coverage)})".strip()
             if r.run_dir is not None:
                 detail = f"{detail} — {r.run_dir / 'results.json'}" if detail else str(r.run_dir / "results.json")
         worst = max(worst, code)

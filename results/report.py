@@ -268,5 +268,20 @@ def write_report(run_dir: Path, perf: RunPerf | None = None) -> Path:
         files=[p for p in ("history.jsonl", "test.json", "results.json", "history.elle.json")
                if (run_dir / p).is_file()],
         node_files=_node_files(run_dir),
+        coverage=coverage_rows(results), note=str((results or {}).get("verdict_note", "")),
     )
     return write_page(run_dir / "report.html", text)
+
+
+def coverage_rows(results: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The report's coverage section from results.json: the bug switches (exercised or not), then every
+    probe with its description and hits, those never hit first."""
+    cov = (results or {}).get("coverage")
+    if not isinstance(cov, dict):
+        return None
+    desc: dict[str, str] = cov.get("descriptions", {})
+    hit: dict[str, int] = cov.get("hit", {})
+    rows: list[dict[str, Any]] = [{"probe": p, "description": desc.get(p, ""), "hits": int(hit.get(p, 0))}
+                                  for p in sorted(desc, key=lambda p: (p in hit, p))]
+    bugs = [{"bug": b, "probe": v.get("probe"), "hit": bool(v.get("hit"))} for b, v in cov.get("bugs", {}).items()]
+    return {"rows": rows, "bugs": bugs, "hit": len(hit), "total": len(desc), "nodes": cov.get("nodes", 0)}

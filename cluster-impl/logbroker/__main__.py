@@ -13,10 +13,13 @@ import signal
 import sys
 from pathlib import Path
 
+from logbroker import probes
 from logbroker.config import ConfigError, load_config
 from logbroker.core.broker import BrokerCore
 from logbroker.core.clock import SystemClock
 from logbroker.server import BrokerServer
+
+PROBE_FLUSH_S = 5.0
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -36,6 +39,7 @@ async def serve(core: BrokerCore) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     starter = getattr(core.replication, "start_async", None)
+    flusher = asyncio.ensure_future(_flush_probes()) if core.config.probes_dir is not None else None
     await server.start()
     if starter is not None:
         await starter()
@@ -46,6 +50,17 @@ async def serve(core: BrokerCore) -> None:
         await stopper()
     await server.stop()
     core.close()
+    if flusher is not None:
+        flusher.cancel()
+    probes.flush()
+
+
+async def _flush_probes() -> None:
+    """Write the probe counts every few seconds: a SIGKILL loses only the repeats since the last write
+    (a probe's first hit is written at once)."""
+    while True:
+        await asyncio.sleep(PROBE_FLUSH_S)
+        probes.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"logbroker: {e}", file=sys.stderr)
         return 2
+    if config.probes_dir is not None:
+        probes.persist_to(config.probes_dir)
     core = BrokerCore(config, SystemClock())
     core.load_partitions()
     if config.standalone:

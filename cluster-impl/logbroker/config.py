@@ -51,6 +51,7 @@ DEFAULTS: dict[str, str] = {
     "transaction.state.log.min.isr": "2",
     "transaction.max.timeout.ms": "900000",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "10000",
+    "probes.dir": "",
 }
 
 
@@ -104,6 +105,8 @@ class BrokerConfig:
     transaction_state_log_min_isr: int = 2
     transaction_max_timeout_ms: int = 900000
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10000
+    #: where this process writes its coverage probe counts (`probes.py`); None: kept in memory only
+    probes_dir: Path | None = None
 
     @property
     def standalone(self) -> bool:
@@ -216,4 +219,5 @@ def from_mapping(v: Mapping[str, str], bugs: frozenset[Bug] = frozenset()) -> Br
         transaction_max_timeout_ms=num("transaction.max.timeout.ms"),
         transaction_abort_timed_out_transaction_cleanup_interval_ms=num(
             "transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+        probes_dir=Path(v["probes.dir"]) if v["probes.dir"] else None,
     )

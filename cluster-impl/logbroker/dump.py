@@ -8,10 +8,12 @@ text of the bytes (or base64 with `"value_b64": true` when not UTF-8). Only offs
 are committed. Records of transactional batches carry `"producer_id"` and `"txn": true`; the
 transaction markers (control batches, which hold no data) are not record lines but listed in the
 summary as `"markers": [[offset, "commit" | "abort", producer_id], ...]`, so a reader can tell
-committed from aborted records. It reads the files directly, so it works on a stopped broker's data
-directory; a torn tail is reported (`"torn_bytes"`) but not repaired. Internal topics (`__consumer_offsets`,
-the group coordinator's JSON records) are left out unless `--internal` is given: a run's checks read
-every dumped file as the workload's data.
+committed from aborted records. With `--probes-dir`, the coverage probe counts the broker's processes
+wrote there (`logbroker.probes`) are summed into `probes.json` beside the dumps: `{"counts": {name: n},
+"processes": n, "probes": {name: description}, "bug_probes": {switch: name}}`. It reads the files
+directly, so it works on a stopped broker's data directory; a torn tail is reported (`"torn_bytes"`) but
+not repaired. Internal topics (`__consumer_offsets`, the group coordinator's JSON records) are left out
+unless `--internal` is given: a run's checks read every dumped file as the workload's data.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ from logbroker.log.checkpoint import read_int
 from logbroker.log.control import read_marker
 from logbroker.log.epoch_cache import LeaderEpochCache
 from logbroker.log.log import EPOCH_FILE, HW_FILE, START_FILE
+from logbroker.probes import node_file, read_dir
+
+PROBES_FILE = "probes.json"
 
 
 def _text(b: bytes | None, field: str) -> dict[str, Any]:
@@ -89,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log-dirs", type=Path, default=Path("/var/lib/logbroker"))
     ap.add_argument("--out", type=Path, help="directory for the .jsonl files (default: stdout)")
     ap.add_argument("--internal", action="store_true", help="dump internal topics (names starting __) too")
+    ap.add_argument("--probes-dir", type=Path, help="sum the probe counts found here into OUT/probes.json")
     args = ap.parse_args(argv)
     if not args.log_dirs.is_dir():
         print(f"logbroker.dump: {args.log_dirs} is not a directory", file=sys.stderr)
@@ -102,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
             (args.out / f"{d.name}.jsonl").write_text(lines)
         else:
             sys.stdout.write(lines)
+    if args.probes_dir and args.out:
+        n = len(list(args.probes_dir.glob("probes-*.json"))) if args.probes_dir.is_dir() else 0
+        (args.out / PROBES_FILE).write_text(json.dumps(node_file(read_dir(args.probes_dir), n)))
     return 0
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from logbroker.coord import paths
-from logbroker.dump import dump_partition
+from logbroker.dump import PROBES_FILE, dump_partition
+from logbroker.probes import node_file
 
 from logsim.loop import NODE, SimLoop
 from logsim.network import SimNetwork
@@ -215,7 +216,8 @@ class SimCluster:
         return True
 
     def dump_replicas(self, name: str) -> dict[str, bytes]:
-        """Each replica's log as the container runs' dump tool writes it (`logbroker.dump`)."""
+        """Each replica's log as the container runs' dump tool writes it (`logbroker.dump`), and the node's
+        probe counts as `probes.json` (read directly: its brokers count in this process)."""
         out = {}
         root = self.data_root / name
         if not root.is_dir():
@@ -224,6 +226,8 @@ class SimCluster:
                         and not p.name.startswith("__")):
             lines = "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in dump_partition(d))
             out[f"{d.name}.jsonl"] = lines.encode()
+        node = self.nodes[name]
+        out[PROBES_FILE] = json.dumps(node_file(node.probe_counts, node.incarnations)).encode()
         return out
 
     # --- faults ----------------------------------------------------------------------------------

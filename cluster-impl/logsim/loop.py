@@ -51,6 +51,8 @@ class Incarnation:
     dead: bool = False
     held: list[asyncio.Handle] = field(default_factory=list)
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    #: the node's coverage probe counts (`logbroker.probes`): the same map for every incarnation of a node
+    probes: dict[str, int] = field(default_factory=dict)
 
     def context(self) -> contextvars.Context:
         ctx = contextvars.copy_context()

@@ -10,6 +10,8 @@ Model of a node's process:
   the rest (`disk.py`).
 - pause/resume (SIGSTOP/SIGCONT): the incarnation's callbacks and timers are held, then run with
   the view they had.
+- probes: every broker counts its own coverage probes (`logbroker.probes`, scoped by the running
+  incarnation: many brokers share this process), kept across its incarnations.
 - clocks: monotonic time is the loop's (never skewed, as libfaketime leaves it in the containers);
   the wall clock is the loop's plus a skew the clock nemesis sets.
 """
@@ -21,6 +23,7 @@ import logging
 import random
 from typing import TYPE_CHECKING, Any
 
+from logbroker import probes
 from logbroker.bugs import parse_bugs
 from logbroker.config import DEFAULTS, from_mapping
 from logbroker.coord.zk import ZkStore
@@ -30,7 +33,7 @@ from logbroker.replication import attach
 from logbroker.server import BrokerServer
 
 from logsim.disk import Disk
-from logsim.loop import Incarnation, SimLoop
+from logsim.loop import NODE, Incarnation, SimLoop
 from logsim.zookeeper import ZkClient
 
 if TYPE_CHECKING:
@@ -39,6 +42,20 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 PORT = 9092
 EPOCH_MS = 1_800_000_000_000  # the wall clock at simulated time 0 (late 2027)
+
+
+#: the probe counts of a node while `SimNode.start` builds its broker (outside any incarnation's
+#: context: what is scheduled there keeps the context it always had)
+_starting: dict[str, int] | None = None
+
+
+def _node_probes() -> dict[str, int] | None:
+    """The probe counts of the node whose code runs now (None outside any node: the process's own)."""
+    inc = NODE.get()
+    return _starting if inc is None else inc.probes
+
+
+probes.set_scope(_node_probes)
 
 
 class NodeClock:
@@ -71,6 +88,7 @@ class SimNode:
         self.server: BrokerServer | None = None
         self.log_lines: list[str] = []
         self.disk = Disk()
+        self.probe_counts: dict[str, int] = {}
 
     @property
     def running(self) -> bool:
@@ -92,7 +110,15 @@ class SimNode:
             return
         loop = self.cluster.loop
         self.incarnations += 1
-        inc = self.inc = Incarnation(self.name, self.incarnations)
+        inc = self.inc = Incarnation(self.name, self.incarnations, probes=self.probe_counts)
+        global _starting
+        _starting = self.probe_counts  # what opening the logs hits counts for this node
+        try:
+            self._start(loop, inc)
+        finally:
+            _starting = None
+
+    def _start(self, loop: SimLoop, inc: Incarnation) -> None:
         cfg = self.config()
         core = self.core = BrokerCore(cfg, self.clock)
         core.load_partitions()

@@ -74,6 +74,7 @@ def broker_properties(nodes: list[Node], node: Node, settings: BrokerSettings) -
         # add 150 replicas to every failover's elections for offsets no assign-mode check reads
         "offsets.topic.num.partitions": "3",
         "offsets.topic.replication.factor": str(min(3, len(nodes))),
+        "probes.dir": layout.BROKER_PROBES,
     }
     if settings.flush_messages is not None:
         props["flush.messages"] = str(settings.flush_messages)
@@ -266,7 +267,8 @@ class LogbrokerDB:
         self.kill_zookeeper(node)
         self._unmount_disk(node)
         self._r(node).exec(
-            f"rm -rf {layout.BROKER_DATA} {layout.BROKER_DISK} {layout.ZK_DATA} /dev/shm/faketime_shm_* ; "
+            f"rm -rf {layout.BROKER_DATA} {layout.BROKER_DISK} {layout.ZK_DATA} {layout.BROKER_PROBES} "
+            f"/dev/shm/faketime_shm_* ; "
             f"echo +0 > {layout.FAKETIME_FILE}",
             timeout=30,
         )
@@ -411,15 +413,16 @@ class LogbrokerDB:
         return out
 
     def dump_replicas(self, node: Node) -> dict[str, bytes]:
-        """Run the broker's dump tool on the node and fetch its JSON Lines files."""
+        """Run the broker's dump tool on the node and fetch its JSON Lines files and probe counts."""
         r = self._r(node)
         out = "/tmp/chaos-replica-dump"
         r.exec(
-            f"rm -rf {out} && mkdir -p {out} && {layout.DUMP_REPLICAS} --log-dirs {layout.BROKER_DATA} --out {out}",
+            f"rm -rf {out} && mkdir -p {out} && {layout.DUMP_REPLICAS} --log-dirs {layout.BROKER_DATA} --out {out} "
+            f"--probes-dir {layout.BROKER_PROBES}",
             timeout=120,
         )
         names = r.exec(f"ls {out}", timeout=15).stdout.split()
-        return {name: r.get(f"{out}/{name}") for name in names if name.endswith(".jsonl")}
+        return {name: r.get(f"{out}/{name}") for name in names if name.endswith(".jsonl") or name == "probes.json"}
 
     # --- readiness -----------------------------------------------------------------------------
     def _wait_zookeeper_quorum(self, timeout: float) -> None:

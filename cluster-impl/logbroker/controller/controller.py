@@ -26,9 +26,21 @@ from logbroker.coord.model import PartitionState, ReplicaAssignment
 from logbroker.coord.retry import until_done
 from logbroker.coord.store import MetadataStore, StaleVersion, Watch
 from logbroker.offload import Offload
+from logbroker.probes import probe
 from logbroker.protocol.errors import Err
 
 log = logging.getLogger(__name__)
+_FAILOVER = probe("controller-failover")
+_RESIGNS = probe("controller-resigns-on-stale-version")
+_UNCLEAN = probe("unclean-leader-election")
+_ELR = probe("elr-leader-elected")
+_OFFLINE_LAGGARD = probe("partition-offline-with-live-laggard")
+_SOLE_ISR = probe("leader-elected-sole-isr")
+_BOUNCE = probe("broker-bounce-detected")
+_ALTER_STALE_BROKER = probe("alter-isr-stale-broker-epoch")
+_ALTER_FENCED = probe("alter-isr-fenced-leader-epoch")
+_ALTER_VERSION = probe("alter-isr-version-conflict")
+_BELOW_MIN = probe("isr-below-min-insync")
 
 __all__ = ["Controller", "ControllerSettings", "ControllerState", "Key", "PartitionInfo"]
 
@@ -91,6 +103,8 @@ class Controller:
             await self._handled(lost)
             self.broadcast(init=True, full=True)
             await self.ops.resume()
+            if epoch > 1:
+                _FAILOVER()
         self._timers = [asyncio.ensure_future(self._every(self.settings.reassignment_check_interval_s,
                                                           self.ops.reassignment_tick))]
         if self.settings.auto_leader_rebalance:
@@ -175,10 +189,16 @@ class Controller:
                 if e.leader == -1 and st.leader == -1 and e.isr == st.isr and not out & set(st.elr):
                     continue
                 if e.unclean:
+                    _UNCLEAN()
                     log.warning("%s-%d: unclean leader election of %d", topic, p, e.leader)
                 elif e.leader != -1 and e.leader not in st.isr:
+                    _ELR()
                     log.warning("%s-%d: eligible leader replica %d elected (the ISR %s is gone)", topic, p,
                                 e.leader, list(st.isr))
+                if e.leader == -1 and any(r in live and r not in isr for r in info.replicas):
+                    _OFFLINE_LAGGARD()
+                elif e.leader != -1 and len(e.isr) == 1:
+                    _SOLE_ISR()
                 new = PartitionState(e.leader, st.leader_epoch + 1, e.isr, self.state.epoch)
                 unclean = e.unclean
             if await self.write(topic, p, info, new, lost=out, unclean=unclean):
@@ -230,6 +250,7 @@ class Controller:
             info.state = new
             return True
         except StaleVersion:
+            _RESIGNS()
             log.warning("%s-%d: partition state changed under us; a newer controller exists", topic, p)
             self.resign()
             return False
@@ -376,6 +397,8 @@ class Controller:
             lost = await self._read_brokers()
             before, now = set(old), set(self.state.brokers)
             bounced = {b for b in before & now if old[b][2] != self.state.brokers[b][2]}
+            if bounced:
+                _BOUNCE()
             self.channels.keep_only(now - bounced)
             if before != now or bounced:
                 log.info("controller: brokers %s -> %s%s", sorted(before), sorted(now),
@@ -420,10 +443,13 @@ class Controller:
                 return {"error": int(Err.UNKNOWN_TOPIC_OR_PARTITION)}
             leader = int(req["broker_id"])
             if self.state.brokers.get(leader, (None, None, None))[2] != req["broker_epoch"]:
+                _ALTER_STALE_BROKER()
                 return {"error": int(Err.STALE_BROKER_EPOCH)}
             if info.state.leader != leader or info.state.leader_epoch != req["leader_epoch"]:
+                _ALTER_FENCED()
                 return {"error": int(Err.FENCED_LEADER_EPOCH)}
             if info.version != req["zk_version"]:
+                _ALTER_VERSION()
                 return {"error": int(Err.INVALID_UPDATE_VERSION), **self.partition_msg(*key, info)}
             isr = tuple(int(r) for r in req["isr"]
                         if (int(r) in self.state.brokers and int(r) in info.replicas) or int(r) == leader)
@@ -432,6 +458,8 @@ class Controller:
             new = PartitionState(leader, info.state.leader_epoch, isr, self.state.epoch)
             if not await self.write(key[0], key[1], info, new):
                 return {"error": int(Err.NOT_CONTROLLER)}
+            if len(isr) < self.min_insync(key[0]):
+                _BELOW_MIN()
             log.info("%s-%d: ISR %s -> %s (AlterIsr from %d)", key[0], key[1], list(req.get("old_isr", [])),
                      list(isr), leader)
             moving = key in self.state.reassignments

@@ -23,9 +23,14 @@ from logbroker.controller.reassignment import completion_state, start_state, val
 from logbroker.controller.state import ControllerPrimitives, Key
 from logbroker.coord import paths
 from logbroker.coord.model import PartitionState, ReplicaAssignment
+from logbroker.probes import probe
 from logbroker.protocol.errors import Err
 
 log = logging.getLogger(__name__)
+_UNCLEAN = probe("unclean-leader-election")
+_PREFERRED = probe("preferred-leader-election")
+_MOVED = probe("reassignment-completed")
+_FAILOVER_MOVING = probe("controller-failover-during-reassignment")
 
 Outcome = tuple[Err, str | None]
 OK: Outcome = (Err.NONE, None)
@@ -40,6 +45,8 @@ class Operations:
     async def resume(self) -> None:
         """Called by a new controller with the lock held: pick up what the store says is pending."""
         await self._on_reassignments_changed()
+        if self.ctl.state is not None and self.ctl.state.epoch > 1 and self.ctl.state.reassignments:
+            _FAILOVER_MOVING()  # found moves under way (the tick completes them later)
         await self._on_partitions_add_changed()
         await self._on_preferred_election_changed()
 
@@ -177,7 +184,10 @@ class Operations:
                 results[key] = (err, None)
                 continue
             if e.unclean:
+                _UNCLEAN()
                 log.warning("%s-%d: unclean leader election of %d requested by an operator", *key, e.leader)
+            elif kind is ElectionType.PREFERRED:
+                _PREFERRED()
             new = PartitionState(e.leader, info.state.leader_epoch + 1, e.isr, st.epoch)
             before = info.state.leader
             if not await self.ctl.write(key[0], key[1], info, new, unclean=e.unclean):
@@ -332,6 +342,8 @@ class Operations:
                 return
             await self.ctl.store(self.ctl.zk.delete_admin_request, paths.REASSIGN, *key)
             del st.reassignments[key]
+            if removed:
+                _MOVED()
             log.info("%s-%d: reassignment to %s complete (leader %d, epoch %d, ISR %s); stopping %s", *key,
                      list(info.assignment.replicas), new_state.leader, new_state.leader_epoch, list(new_state.isr),
                      removed)

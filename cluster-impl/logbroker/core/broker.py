@@ -44,11 +44,14 @@ from logbroker.group.records import OFFSETS_TOPIC
 from logbroker.log.batch import iter_batches
 from logbroker.log.checkpoint import write_atomically
 from logbroker.log.log import Log, LogConfig
+from logbroker.probes import probe
 from logbroker.protocol.apis import APIS, api_versions_body
 from logbroker.protocol.errors import Err
 from logbroker.txn.coordinator import TxnCoordinator
 
 log = logging.getLogger(__name__)
+_FETCH_FENCED = probe("fetch-fenced-leader-epoch")
+_OUT_OF_RANGE = probe("fetch-offset-out-of-range")
 
 TOPIC_CONFIGS = "topic-configs.json"
 LATEST, EARLIEST = -1, -2
@@ -402,12 +405,14 @@ class BrokerCore:
             return {**base, "error_code": int(Err.NOT_LEADER_OR_FOLLOWER)}
         epoch_err = self._epoch_error(p, sp.current_leader_epoch)
         if epoch_err is not None:
+            _FETCH_FENCED()
             return {**base, "error_code": int(epoch_err)}
         ub = self._upper_bound(p, replica_id, committed)
         hdr: dict[str, Any] = {**base, "high_watermark": p.hw, "last_stable_offset": p.lso,
                                "log_start_offset": p.log.log_start_offset,
                                "aborted_transactions": [] if committed else None}
         if sp.fetch_offset < self._lower_bound(p, replica_id) or sp.fetch_offset > p.leo:
+            _OUT_OF_RANGE()
             return {**hdr, "error_code": int(Err.OFFSET_OUT_OF_RANGE)}
         if sp.fetch_offset >= ub or (budget <= 0 and not first):
             # consumers: an offset between HW and LEO is valid but has nothing committed yet (003 §7)

@@ -24,10 +24,12 @@ from logbroker.log.batch import BatchHeader
 from logbroker.log.control import read_marker
 from logbroker.log.log import AppendInfo, Log
 from logbroker.log.txn_index import AbortedTxn
+from logbroker.probes import probe
 
 __all__ = ["Partition", "Role", "TopicPartition"]
 
 log = logging.getLogger(__name__)
+_REOPENS_TXN = probe("truncation-reopens-transaction")
 
 
 @dataclass
@@ -78,8 +80,11 @@ class Partition:
         """Follower truncation: cut the log, then rebuild the producer state for what is left (an
         open transaction whose marker was cut is open again)."""
         if offset < self.leo:
+            was_open = set(self.producers.ongoing.items())
             self.log.truncate_to(offset)
             self.load_producer_state()
+            if set(self.producers.ongoing.items()) - was_open:  # a transaction open again, from its first offset
+                _REOPENS_TXN()
 
     def load_producer_state(self) -> None:
         """The latest snapshot at or below the log end, then a replay of the batches after it."""

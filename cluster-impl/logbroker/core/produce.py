@@ -34,9 +34,19 @@ from logbroker.core.reply import Reply
 from logbroker.core.txn_verify import TxnVerifier
 from logbroker.log.batch import BatchHeader
 from logbroker.log.validate import Refused, validate
+from logbroker.probes import probe
 from logbroker.protocol.errors import Err
 
 log = logging.getLogger(__name__)
+_LEADERSHIP_MOVED = probe("produce-waiting-leadership-moved")
+_TIMED_OUT = probe("produce-timed-out-in-purgatory")
+_AFTER_APPEND = probe("produce-isr-shrank-after-append")
+_NOT_ENOUGH = probe("produce-refused-not-enough-replicas")
+_DUPLICATE = probe("produce-duplicate-batch")
+_OUT_OF_ORDER = probe("produce-out-of-order-sequence")
+_STALE_PRODUCER = probe("produce-stale-producer-epoch")
+_OPENS_TXN = probe("txn-write-opens-transaction")
+_NOT_IN_TXN = probe("txn-write-not-in-transaction")
 
 Result = dict[str, Any]
 
@@ -124,15 +134,20 @@ class ProduceHandler:
         def complete(timed_out: bool) -> Body:
             op.finished = True  # a verification answered from now on appends nothing
             if acks == 1 or early_ack:  # answered as written (acks=1 waited only for verification)
+                if early_ack and any(not p.is_leader() for p, _ in op.waits):
+                    _LEADERSHIP_MOVED()
                 return body_of(op.results)
             for p, off in op.waits:
                 for r in op.results[p.tp.topic]:
                     if r["index"] == p.tp.partition and r["error_code"] == 0:
                         if not p.is_leader():
+                            _LEADERSHIP_MOVED()
                             r["error_code"] = int(Err.NOT_LEADER_OR_FOLLOWER)
                         elif p.hw < off:
+                            _TIMED_OUT()
                             r["error_code"] = int(Err.REQUEST_TIMED_OUT)
                         elif self.core.replication.accepts_produce(p) != Err.NONE:  # the ISR shrank below
+                            _AFTER_APPEND()
                             r["error_code"] = int(Err.NOT_ENOUGH_REPLICAS_AFTER_APPEND)  # min.insync meanwhile
             return body_of(op.results)
 
@@ -160,6 +175,8 @@ class ProduceHandler:
                 continue
             err = errors.get(tp, Err.UNKNOWN_SERVER_ERROR)
             if err != Err.NONE:
+                if err == Err.INVALID_TXN_STATE:
+                    _NOT_IN_TXN()
                 log.info("%s: transactional produce of producer %d epoch %d not verified: %s", tp,
                          u.header.producer_id, u.header.producer_epoch, err.name)
                 op.set(tp, result(u.index, err, message="Partition was not added to the transaction"
@@ -194,9 +211,12 @@ class ProduceHandler:
                           message="transactional records need the producer's transactional id"), None
         if len(headers) == 1:
             h = headers[0]
-            if (self.verify and h.is_transactional and txn_id is not None
-                    and not p.producers.has_ongoing(h.producer_id, h.producer_epoch)
-                    and p.producers.check(h).duplicate_of is None):
+            opens = (h.is_transactional and txn_id is not None
+                     and not p.producers.has_ongoing(h.producer_id, h.producer_epoch)
+                     and p.producers.check(h).duplicate_of is None)
+            if opens:
+                _OPENS_TXN()
+            if self.verify and opens:
                 return _Unverified(p, index, records, h, p.producers.begin_verification(h.producer_id,
                                                                                         h.producer_epoch))
         return self._checked_append(p, index, records, headers, acks, token=None)
@@ -208,13 +228,19 @@ class ProduceHandler:
         if acks == -1:
             err = self.core.replication.accepts_produce(p)
             if err != Err.NONE:
+                _NOT_ENOUGH()
                 return result(index, err), None
         if len(headers) == 1:
             h = headers[0]
             check = p.producers.check(h)
             if check.error != Err.NONE:
+                if check.error == Err.OUT_OF_ORDER_SEQUENCE_NUMBER:
+                    _OUT_OF_ORDER()
+                elif check.error == Err.INVALID_PRODUCER_EPOCH:
+                    _STALE_PRODUCER()
                 return result(index, check.error, message=check.message), None
             if check.duplicate_of is not None:
+                _DUPLICATE()
                 base, last = check.duplicate_of
                 return result(index, Err.NONE, base, p.log.log_start_offset), last + 1
             if (token is not None and not p.producers.has_ongoing(h.producer_id, h.producer_epoch)

@@ -97,5 +97,9 @@ class Purgatory:
                 else:
                     del self.by_key[k]
 
+    def has_waiting(self, key: Hashable) -> bool:
+        """Whether a request still waits on `key` (a partition: an acks=all produce or a coordinator write)."""
+        return any(not d.done for d in self.by_key.get(key, ()))
+
     def __len__(self) -> int:
         return len(self.waiting)

@@ -32,9 +32,12 @@ from logbroker.core.partition import Partition, TopicPartition
 from logbroker.core.purgatory import Body, Deferred
 from logbroker.core.reply import Reply
 from logbroker.log.control import ControlMarker, marker_batch
+from logbroker.probes import probe
 from logbroker.protocol.errors import Err
 
 log = logging.getLogger(__name__)
+_MARKER_LOST = probe("txn-marker-leader-lost")
+_MARKER_REFUSED = probe("txn-marker-refused")
 
 MARKER_TIMEOUT_MS = 30_000  # Kafka's request.timeout.ms, which bounds its marker appends
 
@@ -89,6 +92,7 @@ class TxnMarkerWriter:
         def complete(timed_out: bool) -> Body:
             for errs, i, w in waits:
                 if w.lost():
+                    _MARKER_LOST()
                     errs[i] = Err.NOT_LEADER_OR_FOLLOWER
                 elif not w.replicated() and not self.ack_before_replication:
                     errs[i] = Err.REQUEST_TIMED_OUT
@@ -118,6 +122,8 @@ class TxnMarkerWriter:
         if err == Err.NONE:
             err = p.producers.check_marker(producer_id, producer_epoch, marker.coordinator_epoch, strict_epoch=strict)
         if err != Err.NONE:
+            if err != Err.NOT_ENOUGH_REPLICAS:
+                _MARKER_REFUSED()
             log.info("%s: refusing %s marker of producer %d epoch %d (coordinator epoch %d): %s", tp,
                      "COMMIT" if marker.commit else "ABORT", producer_id, producer_epoch, marker.coordinator_epoch,
                      err.name)

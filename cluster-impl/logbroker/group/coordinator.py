@@ -44,9 +44,14 @@ from logbroker.group.host import GroupHost
 from logbroker.group.records import OFFSETS_TOPIC, GroupKey, OffsetKey, OffsetValue
 from logbroker.group.state import Group, JoinArgs, Waiter
 from logbroker.log.control import read_marker
+from logbroker.probes import probe
 from logbroker.protocol.errors import Err
 
 log = logging.getLogger(__name__)
+_COMMIT_REBALANCING = probe("group-commit-during-rebalance")
+_COMMIT_OLD_GENERATION = probe("group-commit-illegal-generation")
+_MOVED_WITH_MEMBERS = probe("group-coordinator-moved-with-members")
+_COMMIT_LOST = probe("group-commit-coordinator-lost-in-flight")
 
 SLACK_MS = 5000  # a waiting JoinGroup/SyncGroup answer is given up this long after its group's timeouts
 
@@ -170,6 +175,7 @@ class GroupCoordinator:
             for m in self.groups.pop(gid).members.values():
                 for w in (m.join, m.sync):
                     if w is not None:
+                        _MOVED_WITH_MEMBERS()
                         w.fail(Err.NOT_COORDINATOR, member_id=m.member_id)
         for gid in [g for g in self.offsets if records.partition_for(g, n) == pidx]:
             del self.offsets[gid]
@@ -396,6 +402,10 @@ class GroupCoordinator:
             else:
                 err = g.may_commit(self._now(), member, generation, instance) if g is not None \
                     else Err.ILLEGAL_GENERATION
+                if err == Err.REBALANCE_IN_PROGRESS:
+                    _COMMIT_REBALANCING()
+                elif err in (Err.ILLEGAL_GENERATION, Err.UNKNOWN_MEMBER_ID):
+                    _COMMIT_OLD_GENERATION()
         p = self._owned(self._partition_of(gid)) if err == Err.NONE else None
         if p is not None and producer is not None:
             err = self._producer_error(p, *producer)
@@ -419,6 +429,8 @@ class GroupCoordinator:
         pidx, load = p.tp.partition, self.loaded.get(p.tp.partition)
 
         def done(err: Err, base: int) -> Body:
+            if self.loaded.get(pidx) is not load:
+                _COMMIT_LOST()
             if err == Err.NONE and self.loaded.get(pidx) is load:
                 for n, (k, v) in enumerate(written):
                     if producer is None:

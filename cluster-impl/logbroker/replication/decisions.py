@@ -29,7 +29,14 @@ from typing import Any
 
 from logbroker.bugs import Bug
 from logbroker.core.names import Role, TopicPartition
+from logbroker.probes import probe
 from logbroker.protocol.errors import Err
+
+_STALE_CONTROLLER = probe("stale-controller-epoch-order")
+_STALE_LEADER_EPOCH = probe("stale-leader-epoch-order")
+_EPOCH_FENCED = probe("offsets-for-epoch-fenced")
+_ISR_EXPAND = probe("isr-expand-proposed")
+_ISR_SHRINK = probe("isr-shrink-proposed")
 
 STALE_CONTROLLER_EPOCH = int(Err.STALE_CONTROLLER_EPOCH)
 
@@ -145,8 +152,10 @@ def _endpoints(brokers: Iterable[Mapping[str, Any]]) -> SetEndpoints:
 
 def controller_request(state: ReplicaState, epoch: int) -> tuple[ReplicaState, bool]:
     """A request from the controller of `epoch`: (new state, refused as stale)."""
-    if epoch < state.controller_epoch and not state.stale_accepted():
-        return state, True
+    if epoch < state.controller_epoch:
+        _STALE_CONTROLLER()
+        if not state.stale_accepted():
+            return state, True
     return replace(state, controller_epoch=max(state.controller_epoch, epoch)), False
 
 
@@ -171,6 +180,8 @@ def leader_and_isr(state: ReplicaState, local: Mapping[TopicPartition, Local], b
         tp = TopicPartition(m["topic"], int(m["partition"]))
         cur = local.get(tp, Local(Role.NONE, 0))
         epoch = int(m["leader_epoch"])
+        if epoch < cur.leader_epoch:
+            _STALE_LEADER_EPOCH()
         if epoch < cur.leader_epoch and not state.stale_accepted():
             results.append(_partition_result(tp, int(Err.FENCED_LEADER_EPOCH)))
             continue
@@ -208,6 +219,8 @@ def stop_replica(state: ReplicaState, local: Mapping[TopicPartition, Local], bod
         tp = TopicPartition(m["topic"], int(m["partition"]))
         cur = local.get(tp)
         epoch = int(m.get("leader_epoch", -1))
+        if cur is not None and 0 <= epoch < cur.leader_epoch:
+            _STALE_LEADER_EPOCH()
         if cur is not None and 0 <= epoch < cur.leader_epoch and not state.stale_accepted():
             results.append(_partition_result(tp, int(Err.FENCED_LEADER_EPOCH)))
             continue
@@ -222,7 +235,10 @@ def stop_replica(state: ReplicaState, local: Mapping[TopicPartition, Local], bod
 def fenced_epoch(state: ReplicaState, current: int, leader_epoch: int) -> Err:
     """A request (OffsetForLeaderEpoch) that names the leader epoch it believes current: NONE when it
     matches ours (or names none), else FENCED (older) or UNKNOWN (newer) LEADER_EPOCH."""
-    if current < 0 or current == leader_epoch or state.stale_accepted():
+    if current < 0 or current == leader_epoch:
+        return Err.NONE
+    _EPOCH_FENCED()
+    if state.stale_accepted():
         return Err.NONE
     return Err.FENCED_LEADER_EPOCH if current < leader_epoch else Err.UNKNOWN_LEADER_EPOCH
 
@@ -236,6 +252,7 @@ def follower_fetched(state: ReplicaState, tp: TopicPartition, cur: Local, replic
     if replica_id in cur.isr or fetch_offset < cur.hw or replica_id not in cur.replicas or tp in state.pending_isr:
         return Decision(state)
     new_isr = tuple(sorted({*cur.isr, replica_id}))
+    _ISR_EXPAND()
     return Decision(replace(state, pending_isr={**state.pending_isr, tp: new_isr}),
                     (SetIsr(tp, new_isr), ProposeAlterIsr(tp, new_isr, cur.leader_epoch)))
 
@@ -258,6 +275,7 @@ def isr_upkeep(state: ReplicaState, local: Mapping[TopicPartition, Local], now_m
         if not laggards:
             continue
         new_isr = tuple(r for r in cur.isr if r not in laggards)
+        _ISR_SHRINK()
         if Bug.LOCAL_ISR_SHRINK in state.bugs:
             effects.append(SetIsr(tp, new_isr, advance_hw=True))  # before KIP-497: the leader decides alone
         pending[tp] = new_isr

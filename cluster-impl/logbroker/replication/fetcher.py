@@ -23,12 +23,18 @@ from logbroker.core.broker import BrokerCore
 from logbroker.core.partition import Partition, Role, TopicPartition
 from logbroker.log.batch import CorruptBatch
 from logbroker.net import TCP, Network
+from logbroker.probes import probe
 from logbroker.protocol.errors import Err
 from logbroker.replication.fetch_state import FetcherState, FetchPlan, Key
 from logbroker.replication.rpc import PeerConnection
 from logbroker.replication.truncation import TruncationSearch
 
 log = logging.getLogger(__name__)
+_BELOW_HW = probe("follower-truncates-below-hw")
+_UNCOMMITTED_TAIL = probe("follower-truncates-uncommitted-tail")
+_TRUNCATION_FAILED = probe("truncation-request-failed")
+_SESSION_REFUSED = probe("fetch-session-refused")
+_PARTITION_ERROR = probe("follower-fetch-partition-error")
 
 Endpoint = Callable[[int], "tuple[str, int] | None"]
 
@@ -162,6 +168,7 @@ class ReplicaFetcher:
         now = self._now()
         self.state.session.on_response(resp.error_code, resp.session_id)
         if resp.error_code:
+            _SESSION_REFUSED()
             log.info("fetch session with %d: %s; starting a new one", self.leader, Err(resp.error_code).name)
             return
         for t in resp.responses:
@@ -174,6 +181,7 @@ class ReplicaFetcher:
                 if p is None:
                     continue
                 if pr.error_code:
+                    _PARTITION_ERROR()
                     self.state.partition_error(key, pr.error_code, now)
                     continue
                 if pr.records:
@@ -219,6 +227,7 @@ class ReplicaFetcher:
             for k in questions:
                 a = answers.get(k)
                 if a is None or a.get("error"):
+                    _TRUNCATION_FAILED()
                     self.state.truncation_failed(k, todo[k], now)
                     del searches[k]
                 else:
@@ -232,6 +241,7 @@ class ReplicaFetcher:
         if p is None:
             return
         if cut < p.leo:
+            (_BELOW_HW if cut < p.hw else _UNCOMMITTED_TAIL)()
             log.info("%s: truncating LEO %d -> %d before following %d", p.tp, p.leo, cut, self.leader)
             p.truncate_to(cut)
         p.hw = min(p.hw, p.leo)

@@ -42,6 +42,7 @@ from logbroker.core.topic_admin import AlterBody
 from logbroker.log.checkpoint import write_atomically
 from logbroker.net import TCP, Network
 from logbroker.offload import Offload
+from logbroker.probes import probe
 from logbroker.protocol.errors import Err
 from logbroker.replication import decisions as rules
 from logbroker.replication.admin_api import ControllerAdmin
@@ -61,6 +62,14 @@ from logbroker.replication.fetcher import FetcherPool, FetcherSettings
 from logbroker.replication.rpc import Peers
 
 log = logging.getLogger(__name__)
+_AFTER_LAGGING_FOLLOW = probe("leader-elected-after-lagging-follow")
+_HW_BELOW_LEO = probe("leader-elected-hw-below-leo")
+_BEYOND_LEO = probe("follower-fetches-beyond-leader-leo")
+_SHRINK_WAITING = probe("isr-shrink-with-produce-waiting")
+_BELOW_MIN_WAITING = probe("isr-below-min-insync-with-produce-waiting")
+_NO_CONTROLLER = probe("alter-isr-controller-unavailable")
+_MOOT = probe("alter-isr-moot")
+_NO_DATA = probe("broker-starts-without-its-data")
 META_FILE = "meta.properties"  # Kafka's name for the file that says whose log directory this is
 STALE_CONTROLLER_EPOCH = rules.STALE_CONTROLLER_EPOCH
 KAFKA_REQUEST_TIMEOUT_S = 30.0  # request.timeout.ms, for Kafka requests to peers
@@ -102,6 +111,9 @@ class ReplicaManager:
         self.tasks: list[asyncio.Task[None]] = []
         self.stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: partitions that became followers with their HW behind their LEO: that LEO (for a probe of
+        #: KIP-101's double failover: elected again before the HW got there)
+        self._lagging_follow: dict[TopicPartition, int] = {}
 
     # --- life cycle ----------------------------------------------------------------------------
     async def start_async(self) -> None:
@@ -132,6 +144,7 @@ class ReplicaManager:
         if meta.is_file():
             return ""
         write_atomically(meta, f"version=0\nbroker.id={self.bid}\n")
+        _NO_DATA()
         log.warning("broker %d: no %s in %s; registering as a broker that lost its data", self.bid, META_FILE,
                     self.cfg.log_dirs)
         return f"{self.bid}@{self.core.clock.now_ms()}"
@@ -300,6 +313,7 @@ class ReplicaManager:
             elif isinstance(e, SetIsr):
                 p = self.core.partitions[e.tp]
                 p.isr = list(e.isr)
+                self._isr_set(p)
                 if e.advance_hw and p.maybe_advance_hw():
                     self.core.purgatory.check()
             elif isinstance(e, RemoveReplica):
@@ -345,6 +359,11 @@ class ReplicaManager:
     # --- roles ---------------------------------------------------------------------------------
     def become_leader(self, p: Partition, epoch: int, isr: list[int]) -> None:
         self._stop_fetcher(p.tp)
+        lagging_leo = self._lagging_follow.pop(p.tp, None)
+        if lagging_leo is not None and p.hw < lagging_leo:
+            _AFTER_LAGGING_FOLLOW()
+        if p.hw < p.leo:
+            _HW_BELOW_LEO()
         p.role, p.leader_id, p.leader_epoch, p.isr = Role.LEADER, self.bid, epoch, isr
         p.log.epochs.assign(epoch, p.leo)
         now = self.core.clock.monotonic_ms()
@@ -356,6 +375,10 @@ class ReplicaManager:
 
     def become_follower(self, p: Partition, leader: int, epoch: int) -> None:
         self._stop_fetcher(p.tp)
+        if p.hw < p.leo:
+            self._lagging_follow[p.tp] = p.leo
+        else:
+            self._lagging_follow.pop(p.tp, None)
         p.role, p.leader_id, p.leader_epoch = Role.FOLLOWER, leader, epoch
         p.isr = []
         log.info("%s: follower of %d at epoch %d, LEO %d, HW %d", p.tp, leader, epoch, p.leo, p.hw)
@@ -385,6 +408,8 @@ class ReplicaManager:
         """Called for every partition of a follower's fetch (a session's idle ones included), so the
         common case — an ISR member whose position did not move — returns early."""
         moved = p.follower_leo.get(replica_id) != fetch_offset
+        if fetch_offset > p.leo:
+            _BEYOND_LEO()
         p.record_follower_fetch(replica_id, fetch_offset, self.core.clock.monotonic_ms())
         if not moved and replica_id in p.isr:
             return
@@ -453,6 +478,8 @@ class ReplicaManager:
             d = rules.isr_upkeep(self.state, self._local(), self.core.clock.monotonic_ms(), lag)
             for e in d.effects:
                 if isinstance(e, ProposeAlterIsr):
+                    if len(e.isr) < len(self.core.partitions[e.tp].isr) and self.core.purgatory.has_waiting(e.tp):
+                        _SHRINK_WAITING()
                     log.info("%s: followers lag > %d ms; shrinking ISR to %s", e.tp, lag, list(e.isr))
             self.state = d.state
             self._perform(d.effects)
@@ -472,6 +499,7 @@ class ReplicaManager:
             while True:
                 body = rules.alter_isr_request(self.state, p.tp, local_view(p), proposal, self.broker_epoch)
                 if body is None:
+                    _MOOT()
                     return
                 cid = self.core.metadata.controller_id
                 try:
@@ -489,6 +517,7 @@ class ReplicaManager:
                                 p.tp, type(e).__name__, e, delay)
                     reply = None
                 if reply is None or reply.get("error") == Err.NOT_CONTROLLER:
+                    _NO_CONTROLLER()
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 3.0)
                     continue
@@ -507,10 +536,16 @@ class ReplicaManager:
         for e in effects:
             if isinstance(e, SetIsr):
                 p.isr = list(e.isr)
+                self._isr_set(p)
                 if e.advance_hw and p.maybe_advance_hw():
                     self.core.purgatory.check()
             else:
                 self._perform([e])
+
+    def _isr_set(self, p: Partition) -> None:
+        if (len(p.isr) < self.core.topic_settings(p.tp.topic).min_insync_replicas and p.is_leader()
+                and self.core.purgatory.has_waiting(p.tp)):
+            _BELOW_MIN_WAITING()
 
     async def _checkpoint_loop(self) -> None:
         """Once a second, write the HW checkpoint of each partition whose HW moved, through `offload` (a

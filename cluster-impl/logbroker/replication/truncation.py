@@ -15,6 +15,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from logbroker.log.epoch_cache import UNDEFINED_EPOCH, LeaderEpochCache
+from logbroker.probes import probe
+
+_NO_EPOCH = probe("truncation-leader-knows-no-epoch")
+_DIVERGED = probe("truncation-steps-below-diverged-epoch")
 
 Ask = Callable[[int], Awaitable[tuple[int, int]]]  # our epoch -> (leader's epoch <= it, its end offset)
 
@@ -44,6 +48,7 @@ class TruncationSearch:
             return
         self.asked.add(self.my_epoch)
         if leader_epoch == UNDEFINED_EPOCH:
+            _NO_EPOCH()
             self.result = min(self.point, self.hw)
             return
         own_epoch, own_end = self.epochs.end_offset_for(leader_epoch, self.leo)
@@ -54,6 +59,7 @@ class TruncationSearch:
         if leader_epoch == self.my_epoch or own_epoch == leader_epoch:
             self.result = self.point
             return
+        _DIVERGED()
         self.my_epoch = own_epoch  # our epochs in (L, E] diverged; ask about the one below them
         self._settle()
 

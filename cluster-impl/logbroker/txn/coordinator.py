@@ -45,6 +45,7 @@ from logbroker.core.partition import Partition, TopicPartition
 from logbroker.core.purgatory import Body, Deferred
 from logbroker.core.reply import Reply
 from logbroker.group.records import OFFSETS_TOPIC
+from logbroker.probes import probe
 from logbroker.protocol.errors import Err
 from logbroker.txn import records
 from logbroker.txn.host import TxnHost
@@ -65,6 +66,10 @@ from logbroker.txn.state import (
 )
 
 log = logging.getLogger(__name__)
+_LOADS_PREPARED = probe("txn-coordinator-loads-prepared")
+_UNLOAD_PENDING = probe("txn-coordinator-unloads-with-markers-pending")
+_TIMED_OUT = probe("txn-timed-out-aborted")
+_CONCURRENT = probe("txn-concurrent-transactions")
 
 WRITE_TIMEOUT_MS = 30_000  # Kafka's request.timeout.ms bounds a coordinator's log appends
 
@@ -138,6 +143,7 @@ class TxnCoordinator:
         for tid, m in found.items():
             self.entries[tid] = Entry(m)
             if m.state.preparing:
+                _LOADS_PREPARED()
                 if Bug.FORGET_PREPARED_TXNS in self.cfg.bugs:
                     log.warning("%s: %s left in %s (forget-prepared-txns)", p.tp, tid, m.state.value)
                     continue
@@ -151,6 +157,8 @@ class TxnCoordinator:
         n = self._num_partitions()
         gone = [t for t in self.entries if records.partition_for(t, n) == pidx]
         for tid in gone:
+            if self.markers.pending(tid):
+                _UNLOAD_PENDING()
             del self.entries[tid]
             self.markers.drop(tid)
             self._completing.pop(tid, None)
@@ -172,6 +180,7 @@ class TxnCoordinator:
         self._next_timeout_scan = now + self.cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms
         for tid, e in list(self.entries.items()):
             if timed_out(e.meta, now) and not e.busy:
+                _TIMED_OUT()
                 log.info("%s: transaction of producer %d open for %d ms (timeout %d): aborting it", tid,
                          e.meta.producer_id, now - e.meta.start_ms, e.meta.timeout_ms)
                 self._fence_and_abort(e, 0, lambda _err: {})
@@ -281,6 +290,7 @@ class TxnCoordinator:
         expected = (req.producer_id, req.producer_epoch) if version >= 3 and req.producer_id >= 0 else None
         out = init_producer(e, timeout, expected, now, self.core.producer_ids.next)
         if out == "fence":  # abort the open transaction first; the client asks again
+            _CONCURRENT()
             return Reply(version, deferred=self._fence_and_abort(
                 e, version, lambda err: body(err if err != Err.NONE else Err.CONCURRENT_TRANSACTIONS)))
         if isinstance(out, Err):
