@@ -62,12 +62,14 @@ def parse_rates(text: str) -> tuple[float, ...]:
 @click.option("--keep-going", is_flag=True, help="Run every seed of the range even after one failed.")
 @click.option("--verdicts", "verdicts_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write each seed's screen verdict here (JSON lines, in seed order).")
+@click.option("--no-shrink", is_flag=True, help="Save a failing seed's run with its whole schedule, unshrunk.")
 @click.option("--no-progress", is_flag=True, help="No live progress line (seeds, seeds/hour, failures, time left).")
 @click.option("--store", default="store", show_default=True)
 @click.option("--no-check", is_flag=True, help="Save the shrunk run without the Spark check and report.")
 def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: int, time_limit: float, rate_text: str,
                nemesis_interval: float, first_seed: int, max_seeds: int | None, jobs: int | None, check_batch: int,
-               spark_master: str | None, keep_going: bool, verdicts_path: Path | None, no_progress: bool, store: str,
+               spark_master: str | None, keep_going: bool, verdicts_path: Path | None, no_shrink: bool,
+               no_progress: bool, store: str,
                no_check: bool) -> int:
     """Simulate seeds in parallel until one fails (the quick screen for loss and divergence at once,
     the real checker every --check-batch seeds); shrink its fault schedule; save the smallest
@@ -93,7 +95,8 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
     out = hunt(base, first_seed=first_seed, budget_s=parse_budget(budget), jobs=jobs or os.cpu_count() or 1,
                spark_master=spark_master, fleet=spark_master is not None, say=say, store=Path(store),
                max_seeds=max_seeds, check_batch=check_batch, rates=rates, keep_going=keep_going,
-               verdicts_path=verdicts_path, progress=not no_progress and sys.stderr.isatty())
+               verdicts_path=verdicts_path, progress=not no_progress and sys.stderr.isatty(),
+               shrink_found=not no_shrink)
     rate_h = out.seeds / out.wall_s * 3600 if out.wall_s else 0.0
     say(f"{out.seeds} seeds ({out.sim_seconds:.0f} simulated s) in {out.wall_s:.1f} s: {rate_h:.0f} seeds/hour; "
         f"{out.spark_checked} of them judged by the checker in {out.spark_batches} Spark job(s)")

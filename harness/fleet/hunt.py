@@ -59,6 +59,8 @@ def hunt(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, spark_ma
             out = search(base, first_seed=first_seed, budget_s=budget_s, jobs=jobs, say=say, max_seeds=max_seeds,
                          check_batch=check_batch, spark_master=spark_master, rates=rates, keep_going=keep_going,
                          on_seed=sim_seen, shrink_found=shrink_found)
+    if out.found is not None and not shrink_found:
+        out.shrunk = list(out.found.faults)  # saved as found
     if verdicts_path is not None:
         write_verdicts(verdicts_path, verdicts)
         say(f"per-seed verdicts: {verdicts_path} ({len(verdicts)} seeds, "

@@ -8,6 +8,7 @@ In the plan (nightly.toml):
     mixes = { full = [], kills = ["kill", "power-loss"] }   # name = fault families; [] = the simulator's full mix
     rates = [20, 100]             # ops/s the seeds take turns at
     time_limit = 60               # simulated seconds per seed
+    nemesis_interval = 10         # simulated seconds between faults
     first_seed = 1
     nodes = 3
     bugs = []                     # bug switches (a canary stage)
@@ -30,8 +31,8 @@ from typing import Any
 from kernel.errors import EXIT_INTERNAL, EXIT_INVALID, UsageError
 from kernel.spec import RunSpec, build_spec
 
-KEYS = {"budget_minutes", "mixes", "rates", "time_limit", "first_seed", "nodes", "bugs", "jobs", "spark_master",
-        "check_batch"}
+KEYS = {"budget_minutes", "mixes", "rates", "time_limit", "nemesis_interval", "first_seed", "nodes", "bugs", "jobs",
+        "spark_master", "check_batch"}
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ def sim_stage_from(data: Any, store: str) -> SimStage:
     for name, families in mixes.items():
         values: dict[str, Any] = {"provisioner": "sim", "nodes": ints["nodes"],
                                   "time_limit": data.get("time_limit", 60), "rate": rates[0],
+                                  "nemesis_interval": data.get("nemesis_interval", 10),
                                   "bugs": list(data.get("bugs", [])), "store": store, "name": f"sim-{name}"}
         if families:
             values["nemesis"] = families

@@ -26,7 +26,7 @@ CHAOS = str(Path(sys.executable).parent / "chaos")
 #: a bug the simulator finds on some seeds of a short run and not on others: both verdicts occur
 SEARCH = ["--bug", "truncate-to-hw", "--nemesis", "kill", "--nemesis-interval", "2", "--time-limit", "6",
           "--rate", "100", "--first-seed", "1", "--max-seeds", "8", "--check-batch", "0", "--keep-going",
-          "--budget", "5m", "--no-check"]
+          "--budget", "5m", "--no-check", "--no-shrink"]
 
 
 def _verdicts(tmp: Path, *how: str, env: dict[str, str] | None = None) -> tuple[dict[int, dict[str, int]], str]:
