@@ -88,15 +88,20 @@ def sim_search(args: list[str], store: Path, verdicts: Path | None = None,
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = None
-    if kill is not None:
-        cluster, worker, after = kill
-        try:
-            proc.wait(after)
-        except subprocess.TimeoutExpired:
-            pid = cluster.worker_pid(worker)
-            os.kill(pid, signal.SIGKILL)
-            killed = {"worker": worker, "pid": pid, "after_s": after}
-    _, err = proc.communicate()
+    try:
+        if kill is not None:
+            cluster, worker, after = kill
+            try:
+                proc.wait(after)
+            except subprocess.TimeoutExpired:
+                pid = cluster.worker_pid(worker)
+                os.kill(pid, signal.SIGKILL)
+                killed = {"worker": worker, "pid": pid, "after_s": after}
+        _, err = proc.communicate()
+    finally:
+        if proc.poll() is None:  # the bench was stopped: so is its search
+            proc.terminate()
+            proc.wait(30)
     wall = time.monotonic() - t0
     rows = [json.loads(x) for x in verdicts.read_text().splitlines()] if verdicts and verdicts.is_file() else []
     tail = [x for x in err.splitlines() if "seeds/hour" in x or "Spark:" in x or "failed after" in x]
@@ -150,7 +155,8 @@ TARGETED = {
 def detect(bug: str, how: list[str], store: Path, budget: float) -> dict[str, Any]:
     fams, interval, limit = TARGETED[bug]
     r = sim_search(["--bug", bug, "--nemesis", fams, "--nemesis-interval", str(interval), "--time-limit", str(limit),
-                    "--rate", "100", "--first-seed", "1", "--budget", f"{budget:.0f}s", "--no-check", *how], store)
+                    "--rate", "100", "--first-seed", "1", "--budget", f"{budget:.0f}s", "--no-check", "--no-shrink",
+                    *how], store)
     said = " ".join(r["said"])
     import re
 
@@ -165,12 +171,12 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("bench-results/fleet.json"))
     ap.add_argument("--seeds", type=int, default=500)
     ap.add_argument("--first-seed", type=int, default=1)
-    ap.add_argument("--search", default="--bug truncate-to-hw --nemesis kill,partition --nemesis-interval 3 "
-                    "--time-limit 10 --rate 20,100 --check-batch 0",
+    ap.add_argument("--search", default="--bug truncate-to-hw --nemesis kill,partition --nemesis-interval 2 "
+                    "--time-limit 5 --rate 5,20 --check-batch 0",
                     help="sim-search options shared by both sides of the comparison")
     ap.add_argument("--kill-after", type=float, default=60.0)
     ap.add_argument("--kill-seeds", type=int, default=None, help="seeds of the killed-worker search (default --seeds)")
-    ap.add_argument("--detect-budget", type=float, default=120.0)
+    ap.add_argument("--detect-budget", type=float, default=90.0)
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: compare,kill,detect,driver")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -179,8 +185,13 @@ def main() -> int:
     prev = json.loads(args.out.read_text()) if args.out.is_file() else {}
     res.update({k: v for k, v in prev.items() if k not in res})
     common = args.search.split() + ["--first-seed", str(args.first_seed), "--keep-going", "--budget", "10h",
-                                    "--no-check"]
+                                    "--no-check", "--no-shrink"]
+    def save() -> None:  # after every part: a bench stopped later keeps what it measured
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(res, indent=2) + "\n")
+
     cluster = Cluster(scratch)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped bench still stops its cluster
     cluster.start()
     try:
         if "compare" not in skip:
@@ -199,18 +210,21 @@ def main() -> int:
                               "spark_seeds_per_hour": round(fph), "ratio": round(fph / jph, 3)}
             (scratch / "jobs.jsonl").replace(scratch / "reference.jsonl")
             print(f"compare: {json.dumps(res['compare'])[:600]}", file=sys.stderr)
+            save()
         if "kill" not in skip:
             n = args.kill_seeds or args.seeds
             rng = ["--max-seeds", str(n)]
             ref_file = scratch / "reference.jsonl"
-            if not ref_file.is_file() or n != args.seeds:
+            if not ref_file.is_file() or n > args.seeds:
                 sim_search([*common, *rng, "--jobs", "2"], scratch / "s-jobs-k", ref_file)
-            ref = [json.loads(x) for x in ref_file.read_text().splitlines()]
+            ref = [r for r in map(json.loads, ref_file.read_text().splitlines())
+                   if r["seed"] < args.first_seed + n]  # the compare's --jobs 2 verdicts of this range
             killed = sim_search([*common, *rng, "--spark-master", cluster.url], scratch / "s-kill",
                                 scratch / "kill.jsonl", kill=(cluster, 2, args.kill_after))
             res["worker_killed"] = {**{k: v for k, v in killed.items() if k != "rows"},
                                     "verdicts": compare(ref, killed["rows"]), "seeds_range": n}
             print(f"killed: {json.dumps(res['worker_killed'])[:600]}", file=sys.stderr)
+            save()
             cluster.stop()  # the killed worker's slot back: restart the whole cluster
             time.sleep(3)
             cluster.start()
@@ -221,13 +235,14 @@ def main() -> int:
                        "spark": detect(bug, ["--spark-master", cluster.url], scratch / "d-fleet", args.detect_budget)}
                 print(f"detect {bug}: {row}", file=sys.stderr)
                 res["detect"][bug] = row
+                save()
         if "driver" not in skip:
             res["driver"] = driver_side("local[2]")
             print(f"driver: {res['driver']}", file=sys.stderr)
+            save()
     finally:
         cluster.stop()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(res, indent=2) + "\n")
+    save()
     print(f"written to {args.out}", file=sys.stderr)
     return 0
 
