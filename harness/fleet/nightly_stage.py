@@ -13,6 +13,7 @@ In the plan (nightly.toml):
     nodes = 3
     bugs = []                     # bug switches (a canary stage)
     jobs = 2                      # processes on this host; ignored with spark_master
+    shrink = true                 # shrink a failing seed's schedule before saving it
     spark_master = "local[2]"     # optional: seeds as Spark tasks (else the night's --spark-master, if any,
                                   # judges the batches and --jobs runs the seeds)
 
@@ -32,7 +33,7 @@ from kernel.errors import EXIT_INTERNAL, EXIT_INVALID, UsageError
 from kernel.spec import RunSpec, build_spec
 
 KEYS = {"budget_minutes", "mixes", "rates", "time_limit", "nemesis_interval", "first_seed", "nodes", "bugs", "jobs",
-        "spark_master", "check_batch"}
+        "spark_master", "check_batch", "shrink"}
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,8 @@ class SimStage:
     jobs: int
     check_batch: int
     spark_master: str | None
-    bases: dict[str, RunSpec]  # per mix: the search's base spec (every name checked)
+    bases: dict[str, RunSpec]
+    shrink: bool = True  # per mix: the search's base spec (every name checked)
 
 
 def sim_stage_from(data: Any, store: str) -> SimStage:
@@ -68,6 +70,8 @@ def sim_stage_from(data: Any, store: str) -> SimStage:
     ints = {k: data.get(k, d) for k, d in (("first_seed", 1), ("jobs", 2), ("check_batch", 32), ("nodes", 3))}
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in ints.values()) or ints["jobs"] < 1:
         raise UsageError(f"[sim] first_seed, jobs, check_batch and nodes must be whole numbers, not {ints}")
+    if not isinstance(data.get("shrink", True), bool):
+        raise UsageError("[sim] shrink must be true or false")
     master = data.get("spark_master")
     if master is not None:
         from results.spark import check_master
@@ -83,7 +87,7 @@ def sim_stage_from(data: Any, store: str) -> SimStage:
             values["nemesis"] = families
         bases[name] = build_test(build_spec(values)).spec
     return SimStage(budget, {k: list(v) for k, v in mixes.items()}, rates, ints["first_seed"], ints["jobs"],
-                    ints["check_batch"], None if master is None else str(master), bases)
+                    ints["check_batch"], None if master is None else str(master), bases, bool(data.get("shrink", True)))
 
 
 @dataclass
@@ -119,7 +123,8 @@ def run_sim_stage(stage: SimStage, *, spark_master: str | None, say: Callable[[s
         try:
             out = hunt(base, first_seed=stage.first_seed, budget_s=share, jobs=stage.jobs, spark_master=master,
                        fleet=stage.spark_master is not None, say=said,
-                       store=Path(base.store), check_batch=stage.check_batch, rates=stage.rates)
+                       store=Path(base.store), check_batch=stage.check_batch, rates=stage.rates,
+                       shrink_found=stage.shrink)
             if out.found is None:
                 msg = f"{out.seeds} seeds from {stage.first_seed} clean ({out.sim_seconds:.0f} simulated s)"
                 case = SimCase(mix, base, "valid", time.monotonic() - t0, out.seeds, msg, [], None, 0)

@@ -72,12 +72,13 @@ def test_the_sample_nightly_fits_in_30_minutes() -> None:
     assert out.returncode == 0 and ": fits" in out.stdout, out.stdout + out.stderr
 
 
-def _nightly(tmp_path: Path, toml: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+def _nightly(tmp_path: Path, toml: str, *extra: str,
+             timeout: float = 300) -> tuple[subprocess.CompletedProcess[str], Path]:
     cfg = tmp_path / "n.toml"
     cfg.write_text(toml)
     store = tmp_path / "store"
     out = subprocess.run([CHAOS, "nightly", "--config", str(cfg), "--store", str(store), "--no-progress", *extra],
-                         capture_output=True, text=True, timeout=300,
+                         capture_output=True, text=True, timeout=timeout,
                          env={"PATH": "/usr/bin:/bin", "CHAOS_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)})
     return out, store
 
@@ -235,7 +236,7 @@ def test_a_night_with_a_sim_stage_lists_its_failure_beside_the_container_runs(tm
                                     '[nemeses]\nnone = []\n'
                                     '[sim]\nbudget_minutes = 0.25\nmixes = { kills = ["kill"] }\nrates = [100]\n'
                                     'time_limit = 6\nnemesis_interval = 2\nbugs = ["truncate-to-hw"]\n'
-                                    'check_batch = 0\n')
+                                    'check_batch = 0\nshrink = false\n', timeout=900)
     assert out.returncode == 1, out.stderr[-3000:]
     night = next(store.glob("mixed-*"))
     sim, container = _cases(night / "junit.xml")
@@ -246,5 +247,5 @@ def test_a_night_with_a_sim_stage_lists_its_failure_beside_the_container_runs(tm
     doc = json.loads((night / "nightly.json").read_text())
     assert [(e["kind"], e["outcome"]) for e in doc["entries"]] == [("sim", "invalid"), ("containers", "skipped")]
     run = Path(doc["entries"][0]["run_dir"])
-    assert json.loads((run / "test.json").read_text())["schedule_shrunk"] is True
+    assert json.loads((run / "test.json").read_text())["search"]["found"]  # the search's finding, saved
     assert 'data-kind="sim"' in (night / "index.html").read_text()
