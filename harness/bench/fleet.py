@@ -91,6 +91,9 @@ def sim_search(args: list[str], store: Path, verdicts: Path | None = None,
     try:
         if kill is not None:
             cluster, worker, after = kill
+            work = store / "sim-fleet"
+            while proc.poll() is None and not any(work.glob("*/.seed-*")):  # until tasks are running
+                time.sleep(1)
             try:
                 proc.wait(after)
             except subprocess.TimeoutExpired:
@@ -174,7 +177,9 @@ def main() -> int:
     ap.add_argument("--search", default="--bug truncate-to-hw --nemesis kill,partition --nemesis-interval 2 "
                     "--time-limit 5 --rate 5,20 --check-batch 0",
                     help="sim-search options shared by both sides of the comparison")
-    ap.add_argument("--kill-after", type=float, default=60.0)
+    ap.add_argument("--kill-after", type=float, default=60.0, help="seconds after the first task started")
+    ap.add_argument("--reference", type=Path, default=None,
+                    help="per-seed verdicts of --jobs 2 over the range (a compare's), for the killed-worker search")
     ap.add_argument("--kill-seeds", type=int, default=None, help="seeds of the killed-worker search (default --seeds)")
     ap.add_argument("--detect-budget", type=float, default=90.0)
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: compare,kill,detect,driver")
@@ -209,13 +214,14 @@ def main() -> int:
                               "verdicts": cmp, "jobs2_seeds_per_hour": round(jph),
                               "spark_seeds_per_hour": round(fph), "ratio": round(fph / jph, 3)}
             (scratch / "jobs.jsonl").replace(scratch / "reference.jsonl")
+            res["compare"]["reference"] = str(scratch / "reference.jsonl")
             print(f"compare: {json.dumps(res['compare'])[:600]}", file=sys.stderr)
             save()
         if "kill" not in skip:
             n = args.kill_seeds or args.seeds
             rng = ["--max-seeds", str(n)]
-            ref_file = scratch / "reference.jsonl"
-            if not ref_file.is_file() or n > args.seeds:
+            ref_file = args.reference or scratch / "reference.jsonl"
+            if not ref_file.is_file():
                 sim_search([*common, *rng, "--jobs", "2"], scratch / "s-jobs-k", ref_file)
             ref = [r for r in map(json.loads, ref_file.read_text().splitlines())
                    if r["seed"] < args.first_seed + n]  # the compare's --jobs 2 verdicts of this range

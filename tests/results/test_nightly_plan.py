@@ -229,6 +229,8 @@ def test_a_sim_stage_is_read_from_the_plan_and_checked_before_anything_runs() ->
             plan_from({**MATRIX, "sim": bad})
 
 
+@pytest.mark.spark
+@pytest.mark.slow
 def test_a_night_with_a_sim_stage_lists_its_failure_beside_the_container_runs(tmp_path: Path) -> None:
     """The sim stage finds a planted bug (its case fails with the saved run's replay command); the
     container run that no longer fits the budget is listed as skipped; one JUnit file, one page."""

@@ -46,6 +46,8 @@ def by_jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, int
     return verdicts
 
 
+@pytest.mark.spark
+@pytest.mark.slow
 def test_spark_tasks_give_the_verdicts_of_jobs(tmp_path: Path, by_jobs: dict[int, dict[str, int]]) -> None:
     verdicts, err = _verdicts(tmp_path, "--spark-master", "local[2]")
     assert verdicts == by_jobs
@@ -56,6 +58,8 @@ def test_spark_tasks_give_the_verdicts_of_jobs(tmp_path: Path, by_jobs: dict[int
         assert len(list(d.rglob("history.jsonl"))) == 1 and list(d.rglob("replicas"))
 
 
+@pytest.mark.spark
+@pytest.mark.slow
 def test_a_crashed_worker_is_retried_and_its_seed_counted_once(tmp_path: Path,
                                                                by_jobs: dict[int, dict[str, int]]) -> None:
     seed = min(s for s, bad in by_jobs.items() if bad)  # crashes after its failing run was kept
@@ -70,6 +74,8 @@ def test_a_crashed_worker_is_retried_and_its_seed_counted_once(tmp_path: Path,
     assert len(list((work / f"seed-{seed}").rglob("history.jsonl"))) == 1  # replaced, not added to
 
 
+@pytest.mark.spark
+@pytest.mark.slow
 def test_kept_runs_are_judged_by_the_batch_check(tmp_path: Path) -> None:
     base = build_test(build_spec({"provisioner": "sim", "nodes": 3, "time_limit": 5.0, "rate": 20.0,
                                   "nemesis": "kill", "nemesis_interval": 3.0})).spec
