@@ -8,7 +8,7 @@ STAMP := .venv/.stamp-$(shell cat pyproject.toml cluster-impl/pyproject.toml | s
 DEBS  := debootstrap zookeeper libfaketime faketime iptables openjdk-17-jre-headless openssh-client chromium
 
 .PHONY: run test deps venv image check bench bench-cluster bench-broker bench-cluster-impl bench-check bench-run \
-        bench-detect bench-fuzz bench-sim bench-txn clean-cluster
+        bench-detect bench-fuzz bench-sim bench-fleet bench-txn clean-cluster
 
 # The default chaos run: 5 nodes, 60 s of the queue workload under every fault family, checked.
 # ARGS: flags of `chaos run` (make run ARGS='--nodes 3 --seed 7').
@@ -64,6 +64,10 @@ bench-cluster-impl: deps venv
 # the simulator: simulated seconds per wall second, seeds per hour, time to detect per bug switch
 bench-sim: venv
 	$(PY) cluster-impl/bench/sim.py --out bench-results/sim.json
+
+# sim-search on a Spark standalone cluster (master + 2 one-core workers here) against --jobs 2
+bench-fleet: venv
+	$(PY) harness/bench/fleet.py --seeds 500 --out bench-results/fleet.json
 
 bench-fuzz: venv
 	$(PY) cluster-impl/bench/fuzz.py --out bench-results/fuzz.json

@@ -44,7 +44,7 @@ from kernel.errors import EXIT_INTERNAL, EXIT_UNKNOWN, ChaosError, EnvironmentPr
 from kernel.names import check_name
 from kernel.spec import FIELDS, RunSpec, build_spec, load_toml
 
-TOP_KEYS = {"name", "budget_minutes", "overhead_seconds", "seeds", "workloads", "base", "nemeses", "configs"}
+TOP_KEYS = {"name", "budget_minutes", "overhead_seconds", "seeds", "workloads", "base", "nemeses", "configs", "sim"}
 SELECTORS = {"workloads", "nemeses", "seeds"}
 
 
@@ -70,6 +70,7 @@ class Plan:
     overhead_s: float
     cells: list[Cell]
     store: Path
+    sim: Any = None  # a sim-search stage (harness/fleet/nightly_stage.py: SimStage), run first
 
 
 def _list(v: Any, what: str, kind: type) -> list[Any]:
@@ -133,7 +134,12 @@ def plan_from(data: dict[str, Any], *, store: str | None = None, budget_minutes:
                     cells.append(Cell(wl, mix, cname, seed, spec))
     if not cells:
         raise UsageError("the nightly matrix is empty: check seeds, workloads, [nemeses] and [configs]")
-    return Plan(name, budget, overhead, cells, Path(base.get("store", "store")))
+    sim = None
+    if "sim" in data:
+        from harness.fleet.nightly_stage import sim_stage_from
+
+        sim = sim_stage_from(data["sim"], str(base.get("store", "store")))
+    return Plan(name, budget, overhead, cells, Path(base.get("store", "store")), sim)
 
 
 def load_plan(path: Path, **overrides: Any) -> Plan:
@@ -152,9 +158,10 @@ class Entry:
     message: str = ""
     exit_code: int = 0
     spark_app: str | None = None
+    kind: str = "containers"  # or "sim": one mix of the sim-search stage (its seed: the first of the range)
 
     def to_json(self) -> dict[str, Any]:
-        return {"cell": self.cell.label, "workload": self.cell.workload, "nemeses": self.cell.mix,
+        return {"cell": self.cell.label, "kind": self.kind, "workload": self.cell.workload, "nemeses": self.cell.mix,
                 "config": self.cell.config, "seed": self.cell.seed, "outcome": self.outcome,
                 "run_dir": str(self.run_dir) if self.run_dir else None, "seconds": round(self.seconds, 1),
                 "anomalies": self.anomalies, "message": self.message, "exit_code": self.exit_code,
@@ -225,6 +232,12 @@ def run_night(plan: Plan, *, spark_master: str | None = None, progress: bool = T
     pending: list[tuple[Entry, Any]] = []  # runs stored and not yet judged, with their checker
     n = len(plan.cells)
     reserve = final_check_reserve(plan)
+    if plan.sim is not None:  # first: its budget is its own, and what it leaves goes to the container runs
+        from harness.fleet.nightly_stage import entries_of, run_sim_stage
+
+        night.entries.extend(entries_of(run_sim_stage(plan.sim, spark_master=spark_master, say=say), plan.sim))
+        if on_entry is not None:
+            on_entry(night)
     for i, cell in enumerate(plan.cells):
         spec = cell.spec
         left = plan.budget_s - reserve - (time.monotonic() - t0)
@@ -395,11 +408,11 @@ def case_of(e: Entry, suite: str) -> Any:
     from results.junit import Case
 
     c = e.cell
-    name = f"{c.workload}-{c.mix} seed {c.seed}"
+    name = f"{c.workload}-{c.mix} seed {c.seed}" if e.kind != "sim" else f"sim-{c.mix} from seed {c.seed}"
     classname = f"{suite}.{c.config}"
     replay = f"chaos replay {e.run_dir}" if e.run_dir else "no run directory was made"
     if e.outcome == "valid":
-        return Case(classname, name, e.seconds, "passed", system_out=str(e.run_dir or ""))
+        return Case(classname, name, e.seconds, "passed", system_out=str(e.run_dir or e.message))
     if e.outcome == "invalid":
         return Case(classname, name, e.seconds, "failure",
                     message=f"anomalies: {', '.join(e.anomalies) or 'see results.json'}; reproduce: {replay}",
@@ -428,7 +441,7 @@ def summary_html(night: Night) -> str:
             summary = RunSummary.load(e.run_dir)
             faults = summary.faults if summary is not None else None
         rows.append({
-            "label": e.cell.label, "verdict": "incomplete" if e.outcome == "not-run" else e.outcome,
+            "kind": e.kind, "label": e.cell.label, "verdict": "incomplete" if e.outcome == "not-run" else e.outcome,
             "seed": e.cell.seed, "families": ", ".join(e.cell.spec.nemesis), "faults": faults,
             "bugs": ", ".join(e.cell.spec.bugs), "seconds": f"{e.seconds:.0f} s", "href": href,
             "run": e.run_dir.name if e.run_dir is not None else "",

@@ -33,6 +33,10 @@ def nightly(config_file: Path, store: str | None, cluster: str | None, budget_mi
     plan = load_plan(config_file, store=store, budget_minutes=budget_minutes, cluster=cluster)
     if dry_run:
         total = 0.0
+        if plan.sim is not None:
+            total += plan.sim.budget_s
+            click.echo(f"first a sim-search stage: {', '.join(plan.sim.mixes)}, {plan.sim.budget_s:.0f} s "
+                       f"(shrinking a failing seed may take as long again)")
         for i, c in enumerate(plan.cells, 1):
             total += c.spec.time_limit + plan.overhead_s
             click.echo(f"[{i}/{len(plan.cells)}] {c.label} seed {c.seed}: nemesis {','.join(c.spec.nemesis) or '-'}"

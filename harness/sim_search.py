@@ -204,11 +204,14 @@ def seed_spec(base: RunSpec, seed: int, rates: tuple[float, ...] = ()) -> RunSpe
 
 def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: Callable[[str], None],
            max_seeds: int | None = None, shrink_found: bool = True, check_batch: int = 32,
-           spark_master: str | None = None, rates: tuple[float, ...] = (),
+           spark_master: str | None = None, rates: tuple[float, ...] = (), keep_going: bool = False,
+           on_seed: Callable[[Simulated], None] | None = None,
            guide: CoverageGuide | None = None) -> SearchOutcome:
     """Simulate seeds until one fails (or the budget or `max_seeds` ends); shrink it. Each seed runs
-    at `base.rate`, or with `rates` at its own (`seed_spec`). With `guide`, half of each round are
-    mutants of the seeds that hit probes no earlier one hit (`coverage_guide.py`)."""
+    at `base.rate`, or with `rates` at its own (`seed_spec`). `keep_going`: every seed of the range
+    runs even after one failed (the first is still the one shrunk); `on_seed` sees each screened seed.
+    With `guide`, half of each round are mutants of the seeds that hit probes no earlier one hit
+    (`coverage_guide.py`)."""
     t0 = time.monotonic()
     deadline = t0 + budget_s
     out = SearchOutcome()
@@ -242,7 +245,7 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
     try:
         with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
             seed = first_seed
-            while time.monotonic() < deadline and out.found is None:
+            while time.monotonic() < deadline and (keep_going or out.found is None):
                 n = jobs if max_seeds is None else min(jobs, max_seeds - out.seeds)
                 if n <= 0:
                     break
@@ -258,6 +261,8 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
                         out.first_hit.setdefault(p, out.seeds)
                     if guide is not None:
                         guide.observe(sim.seed, sim.faults, sim.probes)
+                    if on_seed is not None:
+                        on_seed(sim)
                     if sim.screened and out.found is None:
                         out.found = Found(sim.seed, sim.screened, [PlannedFault.from_json(f) for f in sim.faults],
                                           sim.wall_s)

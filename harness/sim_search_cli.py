@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -49,20 +51,29 @@ def parse_rates(text: str) -> tuple[float, ...]:
 @click.option("--nemesis-interval", type=Finite(0.5, 3600), default=10.0, show_default=True)
 @click.option("--first-seed", type=click.IntRange(0, 2**62), default=1, show_default=True)
 @click.option("--max-seeds", type=click.IntRange(1, 10**9), default=None, help="Stop after this many seeds.")
-@click.option("--jobs", type=click.IntRange(1, 256), default=os.cpu_count() or 1, show_default=True,
-              help="Parallel simulator processes.")
+@click.option("--jobs", type=click.IntRange(1, 256), default=None,
+              help="Parallel simulator processes on this host [default: one per core]; not with --spark-master.")
 @click.option("--check-batch", type=click.IntRange(0, 10_000), default=32, show_default=True,
               help="Judge every this many seeds with the real checker as one Spark job, sooner when their "
                    "histories reach 128 MB (0: the quick screen only).")
-@click.option("--spark-master", default=None, help="Spark master URL for the checks (default local[*]).")
+@click.option("--spark-master", default=None,
+              help="Run the seeds as Spark tasks on this master (local[2], spark://HOST:7077), and the checks there; "
+                   "the workers must run this venv and reach --store at the same path (harness/fleet/).")
+@click.option("--keep-going", is_flag=True, help="Run every seed of the range even after one failed.")
+@click.option("--verdicts", "verdicts_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write each seed's screen verdict here (JSON lines, in seed order).")
+@click.option("--no-shrink", is_flag=True, help="Save a failing seed's run with its whole schedule, unshrunk.")
+@click.option("--no-progress", is_flag=True, help="No live progress line (seeds, seeds/hour, failures, time left).")
 @click.option("--store", default="store", show_default=True)
 @click.option("--no-check", is_flag=True, help="Save the shrunk run without the Spark check and report.")
 @click.option("--guide", type=click.Choice(["none", "coverage"]), default="none", show_default=True,
               help="coverage: half of each round mutates the schedules of seeds that hit coverage probes no "
                    "earlier seed hit (harness/coverage_guide.py).")
 def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: int, time_limit: float, rate_text: str,
-               nemesis_interval: float, first_seed: int, max_seeds: int | None, jobs: int, check_batch: int,
-               spark_master: str | None, store: str, no_check: bool, guide: str) -> int:
+               nemesis_interval: float, first_seed: int, max_seeds: int | None, jobs: int | None, check_batch: int,
+               spark_master: str | None, keep_going: bool, verdicts_path: Path | None, no_shrink: bool,
+               no_progress: bool, store: str,
+               no_check: bool, guide: str) -> int:
     """Simulate seeds in parallel until one fails (the quick screen for loss and divergence at once,
     the real checker every --check-batch seeds); shrink its fault schedule; save the smallest
     failing run in the store with its check and report.
@@ -70,12 +81,15 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
     Exit 1 when a failing run was found (its directory and replay command are printed), 0 when the
     budget ran out with every seed clean.
     """
+    from harness.fleet.hunt import hunt, save_found
     from harness.registry import build_test
-    from harness.run import run
-    from harness.sim_search import search, seed_spec
     from kernel.spec import build_spec
 
     rates = parse_rates(rate_text)
+    if jobs is not None and spark_master is not None:
+        raise UsageError("--jobs is for one host; with --spark-master the cluster's cores run the seeds")
+    if guide == "coverage" and spark_master is not None:
+        raise UsageError("--guide coverage steers the search on this host; it cannot be combined with --spark-master")
     values: dict[str, Any] = {"provisioner": "sim", "nodes": nodes, "time_limit": time_limit, "rate": rates[0],
                               "nemesis_interval": nemesis_interval, "bugs": list(bugs), "store": store,
                               "name": "sim-search"}
@@ -86,8 +100,11 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
     from harness.coverage_guide import CoverageGuide
 
     steer = CoverageGuide(first_seed, time_limit) if guide == "coverage" else None
-    out = search(base, first_seed=first_seed, budget_s=parse_budget(budget), jobs=jobs, say=say,
-                 max_seeds=max_seeds, check_batch=check_batch, spark_master=spark_master, rates=rates, guide=steer)
+    out = hunt(base, first_seed=first_seed, budget_s=parse_budget(budget), jobs=jobs or os.cpu_count() or 1,
+               spark_master=spark_master, fleet=spark_master is not None, say=say, store=Path(store),
+               max_seeds=max_seeds, check_batch=check_batch, rates=rates, keep_going=keep_going,
+               verdicts_path=verdicts_path, progress=not no_progress and sys.stderr.isatty(),
+               shrink_found=not no_shrink, guide=steer)
     rate_h = out.seeds / out.wall_s * 3600 if out.wall_s else 0.0
     say(f"coverage: {len(out.first_hit)} probes hit" + (f"; corpus {len(steer.corpus)} schedules, "
                                                        f"{steer.mutants} mutants run" if steer else ""))
@@ -98,12 +115,7 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
         return 0
     say(f"seed {out.found.seed} failed after {out.time_to_detect_s:.1f} s: {out.found.anomalies}; "
         f"schedule shrunk from {len(out.found.faults)} to {len(out.shrunk)} faults in {out.shrink_steps} steps")
-    spec = seed_spec(base, out.found.seed, rates)
-    search_meta = {"seeds": out.seeds, "time_to_detect_s": round(out.time_to_detect_s or 0, 3),
-                   "found_by": out.found.judge, "found": out.found.anomalies,
-                   "original_schedule": [f.to_json() for f in out.found.faults]}
-    result = run(build_test(spec, spark_master=spark_master), progress=False, say=say, faults=out.shrunk,
-                 check=not no_check, extra_meta={"schedule_shrunk": True, "search": search_meta})
-    say(f"saved: {result.run_dir}")
-    say(f"reproduce with: chaos replay {result.run_dir}")
+    run_dir = save_found(base, out, rates, spark_master, say, check=not no_check)
+    say(f"saved: {run_dir}")
+    say(f"reproduce with: chaos replay {run_dir}")
     return 1

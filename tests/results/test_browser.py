@@ -43,6 +43,10 @@ f.onload = function () {
   out.images = Array.from(d.images).map(function (i) {
     return {src: i.getAttribute('src'), complete: i.complete, width: i.naturalWidth, height: i.naturalHeight}; });
   out.runs = Array.from(d.querySelectorAll('tr.run')).map(function (r) { return [r.dataset.name, r.dataset.verdict]; });
+  out.kinds = Array.from(d.querySelectorAll('tr.run')).map(function (r) {
+    return [r.dataset.kind, r.cells[1].textContent.trim(), r.cells[r.cells.length - 1].textContent.trim()]; });
+  var summ = d.getElementById('summary');
+  out.summary = summ ? summ.textContent.trim() : null;
   out.faults = Array.from(d.querySelectorAll('tr.run td.faults')).map(function (c) { return c.textContent.trim(); });
   var rf = d.getElementById('faults');
   out.reportFaults = rf ? rf.textContent.trim() : null;
@@ -129,6 +133,33 @@ def test_reports_and_index_in_headless_chromium(served: str, tmp_path: Path) -> 
     faults = dict(zip((name for name, _ in index["runs"]), index["faults"], strict=True))
     assert faults == {"bugk": "kill-leader \u00d73", "queue": "kill-controller, partition-controller"}
     assert index["visibleWhenInvalid"] == ["bugk"] and index["countText"] == "1 of 2 runs"
+
+
+def test_a_nightly_summary_with_container_runs_and_a_sim_stage(served: str, store: Path, tmp_path: Path) -> None:
+    """The night's page and JUnit file list both kinds: container runs and the sim-search stage's mixes,
+    a failing mix with its replay command."""
+    from harness.nightly import Cell, Entry, Night, Plan, write_summary
+    from kernel.spec import RunSpec
+
+    queue, bugk = store / "queue" / "20261123T091833-5", store / "bugk" / "20261123T092300-1"
+    spec = RunSpec()
+    cells = [Cell("queue", "kills", "default", 1, spec), Cell("queue", "full", "sim-search", 1, spec),
+             Cell("queue", "kills", "sim-search", 1, spec)]
+    night = Night(Plan("nightly", 600, 90, cells[:1], store), store / "nightly-20261127", 0.0)
+    night.entries = [Entry(cells[0], "valid", queue, 40.0),
+                     Entry(cells[1], "valid", None, 60.0, [], "412 seeds from 1 clean", kind="sim"),
+                     Entry(cells[2], "invalid", bugk, 61.0, ["unseen"], "seed 7 failed after 30 seeds", 1,
+                           kind="sim")]
+    write_summary(night)
+    page = probe(served, "nightly-20261127/index.html", tmp_path)
+    assert page["runs"] == [["queue/kills/default", "valid"], ["queue/full/sim-search", "valid"],
+                            ["queue/kills/sim-search", "invalid"]]
+    assert [k[:2] for k in page["kinds"]] == [["containers", "containers"], ["sim", "simulator"], ["sim", "simulator"]]
+    assert page["kinds"][1][2] == "412 seeds from 1 clean" and page["kinds"][2][2] == "unseen"
+    assert page["summary"].startswith("3 runs: 1 invalid, 2 valid")
+    junit = (night.out_dir / "junit.xml").read_text()
+    assert 'name="sim-kills from seed 1"' in junit and f"chaos replay {bugk}" in junit
+    assert 'classname="nightly.sim-search"' in junit and 'name="queue-kills seed 1"' in junit
 
 
 def test_serve_binds_loopback_and_serves_the_store(served: str, store: Path) -> None:

@@ -72,12 +72,13 @@ def test_the_sample_nightly_fits_in_30_minutes() -> None:
     assert out.returncode == 0 and ": fits" in out.stdout, out.stdout + out.stderr
 
 
-def _nightly(tmp_path: Path, toml: str, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+def _nightly(tmp_path: Path, toml: str, *extra: str,
+             timeout: float = 300) -> tuple[subprocess.CompletedProcess[str], Path]:
     cfg = tmp_path / "n.toml"
     cfg.write_text(toml)
     store = tmp_path / "store"
     out = subprocess.run([CHAOS, "nightly", "--config", str(cfg), "--store", str(store), "--no-progress", *extra],
-                         capture_output=True, text=True, timeout=300,
+                         capture_output=True, text=True, timeout=timeout,
                          env={"PATH": "/usr/bin:/bin", "CHAOS_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)})
     return out, store
 
@@ -214,3 +215,39 @@ def test_when_the_batch_check_fails_each_run_is_judged_alone(tmp_path: Path, mon
     assert [e.outcome for e in night.entries] == ["valid", "valid"], [e.message for e in night.entries]
     assert night.exit_code == 0
     assert any("checking them one by one" in s for s in said)
+
+
+def test_a_sim_stage_is_read_from_the_plan_and_checked_before_anything_runs() -> None:
+    plan = plan_from({**MATRIX, "sim": {"budget_minutes": 2, "mixes": {"full": [], "kills": ["kill"]},
+                                        "rates": [20, 100], "time_limit": 30}}, store="/tmp/s")
+    assert plan.sim is not None and list(plan.sim.mixes) == ["full", "kills"] and plan.sim.budget_s == 120
+    assert plan.sim.bases["kills"].nemesis == ("kill",) and plan.sim.bases["full"].provisioner == "sim"
+    for bad, words in (({"budget": 2}, "unknown \\[sim\\]"), ({"mixes": {"x": "kill"}}, "mixes"),
+                       ({"mixes": {"x": ["no-such-family"]}}, "no-such-family"), ({"rates": ["fast"]}, "rate"),
+                       ({"jobs": 0}, "whole numbers"), ({"spark_master": "nowhere"}, "not a Spark master")):
+        with pytest.raises(UsageError, match=words):
+            plan_from({**MATRIX, "sim": bad})
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_night_with_a_sim_stage_lists_its_failure_beside_the_container_runs(tmp_path: Path) -> None:
+    """The sim stage finds a planted bug (its case fails with the saved run's replay command); the
+    container run that no longer fits the budget is listed as skipped; one JUnit file, one page."""
+    out, store = _nightly(tmp_path, 'name = "mixed"\nbudget_minutes = 1.5\n[base]\ntime_limit = 60\n'
+                                    '[nemeses]\nnone = []\n'
+                                    '[sim]\nbudget_minutes = 0.25\nmixes = { kills = ["kill"] }\nrates = [100]\n'
+                                    'time_limit = 6\nnemesis_interval = 2\nbugs = ["truncate-to-hw"]\n'
+                                    'check_batch = 0\nshrink = false\n', timeout=900)
+    assert out.returncode == 1, out.stderr[-3000:]
+    night = next(store.glob("mixed-*"))
+    sim, container = _cases(night / "junit.xml")
+    failure = sim.find("failure")
+    assert sim.get("classname") == "mixed.sim-search" and failure is not None
+    assert "chaos replay " in failure.get("message", "")
+    assert container.find("skipped") is not None
+    doc = json.loads((night / "nightly.json").read_text())
+    assert [(e["kind"], e["outcome"]) for e in doc["entries"]] == [("sim", "invalid"), ("containers", "skipped")]
+    run = Path(doc["entries"][0]["run_dir"])
+    assert json.loads((run / "test.json").read_text())["search"]["found"]  # the search's finding, saved
+    assert 'data-kind="sim"' in (night / "index.html").read_text()
