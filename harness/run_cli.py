@@ -67,7 +67,8 @@ def _label(valid: Any) -> str:
 @click.option("--test-count", type=click.IntRange(1, 10_000), default=1, show_default=True,
               help="Repeat with seeds seed, seed+1, ...")
 @click.option("--no-progress", is_flag=True, help="No live progress line.")
-def run(config_file: Path | None, test_count: int, no_progress: bool, **flags: Any) -> int:
+@click.option("--txn", is_flag=True, help="The transactional workload (Jepsen's :txn); same as --workload txn.")
+def run(config_file: Path | None, test_count: int, no_progress: bool, txn: bool, **flags: Any) -> int:
     """Provision, run a workload under faults, record the history, check it, report.
 
     Exit codes: 0 valid, 1 anomalies found, 2 unknown, 3 usage, 4 provisioning, 5 a node, 6 this
@@ -76,6 +77,10 @@ def run(config_file: Path | None, test_count: int, no_progress: bool, **flags: A
     from harness.registry import build_test
     from harness.run import run as do_run
 
+    if txn:
+        if flags.get("workload") not in (None, "txn"):
+            raise UsageError(f"--txn is the txn workload; it cannot be combined with --workload {flags['workload']}")
+        flags["workload"] = "txn"
     spec = make_spec(config_file, flags)
     build_test(spec)  # every name checked before the first run starts
     worst = 0
