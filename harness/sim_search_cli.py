@@ -57,9 +57,11 @@ def parse_rates(text: str) -> tuple[float, ...]:
 @click.option("--spark-master", default=None, help="Spark master URL for the checks (default local[*]).")
 @click.option("--store", default="store", show_default=True)
 @click.option("--no-check", is_flag=True, help="Save the shrunk run without the Spark check and report.")
+@click.option("--workload", default="queue", show_default=True, help="Workload (queue, hotkey, txn).")
+@click.option("--txn", is_flag=True, help="The transactional workload; same as --workload txn.")
 def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: int, time_limit: float, rate_text: str,
                nemesis_interval: float, first_seed: int, max_seeds: int | None, jobs: int, check_batch: int,
-               spark_master: str | None, store: str, no_check: bool) -> int:
+               spark_master: str | None, store: str, no_check: bool, workload: str, txn: bool) -> int:
     """Simulate seeds in parallel until one fails (the quick screen for loss and divergence at once,
     the real checker every --check-batch seeds); shrink its fault schedule; save the smallest
     failing run in the store with its check and report.
@@ -75,7 +77,7 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
     rates = parse_rates(rate_text)
     values: dict[str, Any] = {"provisioner": "sim", "nodes": nodes, "time_limit": time_limit, "rate": rates[0],
                               "nemesis_interval": nemesis_interval, "bugs": list(bugs), "store": store,
-                              "name": "sim-search"}
+                              "name": "sim-search", "workload": "txn" if txn else workload}
     if nemesis is not None:
         values["nemesis"] = nemesis
     base = build_test(build_spec(values)).spec  # every name checked; the sim's default mix filled in

@@ -88,10 +88,13 @@ class Generator(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class TxnSettings:
-    """What both backends' transactional producers are given: the transaction timeout, and the
-    transactional id of a process (`id_of(spec, process)`)."""
+    """What both backends' transactional producers are given: the transaction timeout, how long a
+    write is tried before the producer gives up and aborts (shorter: the producer, not the
+    coordinator's timeout, ends a stuck transaction), and the transactional id of a process
+    (`id_of(spec, process)`)."""
 
     timeout_ms: int
+    produce_timeout_ms: int
     id_of: Callable[[RunSpec, int], str]
 
 

@@ -45,10 +45,10 @@ class LibrdkafkaTxn(Librdkafka):
         if self.consumer is not None:
             self.consumer.close()
         self.consumer = Consumer({**self.common, "group.id": f"chaos-{ctx.process}"})
-        self.producer = Producer({k: v for k, v in self.common.items() if k not in CONSUMER_ONLY | {"isolation.level"}}
-                                 | {"transactional.id": txn.id_of(ctx.spec, ctx.process),
-                                    "transaction.timeout.ms": txn.timeout_ms, "message.timeout.ms": txn.timeout_ms,
-                                    "request.timeout.ms": 3000, "linger.ms": 0})
+        common = {k: v for k, v in self.common.items() if k not in CONSUMER_ONLY | {"isolation.level"}}
+        self.producer = Producer(common | {
+            "transactional.id": txn.id_of(ctx.spec, ctx.process), "transaction.timeout.ms": txn.timeout_ms,
+            "message.timeout.ms": txn.produce_timeout_ms, "request.timeout.ms": 3000, "linger.ms": 0})
         self.initialized = False
         self.reports: list[list[tuple[Any, Any]]] = []
 

@@ -46,6 +46,9 @@ ABORT_FRACTION = 0.2
 #: the transaction timeout both backends' producers ask for: a retired process's open transaction
 #: is aborted by its coordinator after this long, and the partitions' LSO moves on
 TXN_TIMEOUT_MS = 10_000
+#: how long a transaction's writes are tried before the producer aborts it (librdkafka's
+#: message.timeout.ms, which must not exceed the transaction timeout)
+PRODUCE_TIMEOUT_MS = 5_000
 
 
 class TxnConnection(KafkaConnection, Protocol):
@@ -197,4 +200,5 @@ def complete_txn(mops: list[list[Any]], outcome: str, offsets: list[int | None],
 
 WORKLOAD = Workload("txn", TxnClient, TxnGenerator, TxnDrain,
                     "Jepsen's :txn: transactions of sends and polls, committed or aborted by seed, "
-                    "read_committed consumers", transactional=TxnSettings(TXN_TIMEOUT_MS, transactional_id))
+                    "read_committed consumers", transactional=TxnSettings(TXN_TIMEOUT_MS, PRODUCE_TIMEOUT_MS,
+                                                                          transactional_id))

@@ -56,10 +56,14 @@ class Fenced(Exception):
 
 class SimTxnProducer:
     def __init__(self, net: SimNetwork, nodes: list[str], topic: str, rng: random.Random, transactional_id: str, *,
-                 timeout_ms: int = 10000, end_version: int = 5, request_timeout_s: float = 3.0) -> None:
+                 timeout_ms: int = 10000, end_version: int = 5, request_timeout_s: float = 3.0,
+                 produce_timeout_s: float | None = None) -> None:
+        """`produce_timeout_s`: how long a transaction's writes are tried before the producer gives
+        up and aborts (librdkafka's message.timeout.ms); the transaction timeout by default."""
         self.k = SimKafkaClient(net, nodes, nodes[0], topic, rng, request_timeout_s=request_timeout_s)
         self.nodes, self.topic, self.rng, self.tid = nodes, topic, rng, transactional_id
         self.timeout_ms, self.end_version = timeout_ms, end_version
+        self.produce_timeout_s = timeout_ms / 1000 if produce_timeout_s is None else produce_timeout_s
         self.coordinator: str | None = None
         self.pid, self.epoch = -1, -1
         self.seq: dict[int, int] = {}
@@ -123,7 +127,7 @@ class SimTxnProducer:
     async def transaction(self, writes: list[tuple[int, int]], commit: bool) -> str:
         """Write every (partition, value) in one transaction, then commit or abort it: `committed`,
         `aborted` or `unknown` (see the module docstring)."""
-        deadline = self.loop.time() + self.timeout_ms / 1000
+        deadline = self.loop.time() + self.produce_timeout_s
         keys = sorted({k for k, _ in writes})
         self.offsets = {}
         try:

@@ -179,6 +179,8 @@ class SimDB:
         """The network model's scope for a cut on broker ports; None for one on ZooKeeper's."""
         if set(cut.ports) & ZK_PORTS:
             return None
+        if cut.hold:
+            return "hold"
         return "from-port" if cut.from_ports else "to-port" if cut.ports else "all"
 
     def drop(self, cut: Cut) -> None:
@@ -261,6 +263,7 @@ class SimDB:
         producer = SimTxnProducer(self.sim.net, self.sim.names, spec.topic,
                                   seeded(spec.seed, "sim", "txn-client", ctx.process),
                                   txn.id_of(spec, ctx.process), timeout_ms=txn.timeout_ms,
+                                  produce_timeout_s=txn.produce_timeout_ms / 1000,
                                   end_version=5 if ctx.process % 2 == 0 else 1)
         return SimTxnKafka(client, spec.partitions, producer, txn.timeout_ms / 1000)
 
