@@ -1,7 +1,8 @@
 """Our checks and Jepsen's own Kafka checker (`jepsen.tests.kafka/checker`, the shared build) agree on
 every corpus history — Jepsen's own `kafka_test.clj` cases (`corpus/jepsen-*`) among them — on two
 short real runs, and on two real transactional runs (`txn_runs/`): the same verdict and the same
-anomaly types, apart from the differences `results/README.md` documents on purpose (each named in `DOCUMENTED` or `OURS_ONLY` below).
+anomaly types, apart from the differences `results/README.md` documents on purpose (each named in
+`DOCUMENTED` or `OURS_ONLY` below).
 
 Both read the same input: the history alone (Jepsen's checker does not read replica dumps, so our
 `divergent-replicas` and replica-based `inconsistent-offsets` are out of this comparison by
