@@ -12,6 +12,7 @@ answer never came is `unknown` — the worker then retires the process and its p
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,7 @@ from workloads.librdkafka import CONSUMER_ONLY, Librdkafka, _collect_into
 
 #: seconds a transactional call (init, commit, abort) may take before its outcome is unknown
 TXN_CALL_TIMEOUT_S = 15.0
+INIT_RETRY_S = 0.5
 
 
 def connect_with(txn: TxnSettings) -> Callable[[ClientContext, Node], LibrdkafkaTxn]:
@@ -55,10 +57,27 @@ class LibrdkafkaTxn(Librdkafka):
     async def begin(self) -> None:
         assert self.producer is not None, "open() first"
         if not self.initialized:
-            self.producer.init_transactions(TXN_CALL_TIMEOUT_S)
+            self._init()
             self.initialized = True
         self.producer.begin_transaction()
         self.reports = []
+
+    def _init(self) -> None:
+        """init_transactions, called again after a retriable error as librdkafka documents: while the
+        transaction log is being created or a coordinator is moving, InitProducerId is answered
+        NOT_COORDINATOR and librdkafka gives up on it (a ctp run's first transactions all ended
+        `info` on it). A fatal error, or no success by `TXN_CALL_TIMEOUT_S`, raises: the op is info."""
+        assert self.producer is not None
+        deadline = time.monotonic() + TXN_CALL_TIMEOUT_S
+        while True:
+            try:
+                self.producer.init_transactions(max(1.0, deadline - time.monotonic()))
+                return
+            except KafkaException as e:
+                err = _error(e)
+                if err is None or err.fatal() or time.monotonic() > deadline:
+                    raise
+                time.sleep(INIT_RETRY_S)
 
     def send(self, key: int, value: int) -> None:
         assert self.producer is not None, "open() first"
