@@ -131,3 +131,6 @@ class LibrdkafkaTxn(Librdkafka):
             if k in self.assigned:
                 with contextlib.suppress(KafkaException):  # revoked meanwhile: its next owner starts over
                     self.consumer.seek(TopicPartition(self.topic, k, offset))
+
+    def held(self) -> list[int]:
+        return sorted(self.assigned)

@@ -72,6 +72,10 @@ class TxnConnection(KafkaConnection, Protocol):
         """The consumer's next offset on each key it has a position on."""
         ...
 
+    def held(self) -> list[int]:
+        """The keys the consumer holds now (assigned by hand, or by the group)."""
+        ...
+
     def rewind(self, to: dict[int, int]) -> None:
         """Move the consumer back to offset `to[k]` on each key k it still holds (what an aborted
         transaction read is read again)."""
@@ -161,7 +165,7 @@ class TxnClient(QueueClient):
                 extra["rebalance-log"] = rebalances
         offsets = None
         if self.ctx.spec.txn_mode == "ctp" and self.subscribed:
-            offsets = await self.k.positions(sorted(self.assigned))
+            offsets = await self.k.positions(self.k.held())
         outcome, sent, error = await self.k.end(not op.extra.get("abort"), offsets)
         if error:
             extra["error"] = error

@@ -417,3 +417,6 @@ class SimTxnKafka(SimKafka):
             if k in self.k.positions:
                 self.k.positions[k] = offset
                 self.k.buffered.pop(k, None)
+
+    def held(self) -> list[int]:
+        return sorted(self.group.assigned if self.group is not None else self.k.positions)
