@@ -25,8 +25,11 @@ from typing import Any
 from kernel.errors import Interrupted
 from kernel.spec import DEFAULT_NEMESIS, RunSpec, build_spec
 
-#: anomalies that mean acknowledged data was lost or replicas disagree: what a replication bug causes
-LOSS_OR_DIVERGENCE = ("lost-write", "unseen", "inconsistent-offsets", "divergent-replicas")
+#: anomalies that mean acknowledged data was lost or replicas disagree: what a replication bug causes;
+#: and what a transaction bug causes: an aborted transaction's records read (G1a, a torn transaction's
+#: stray write among them), a read of uncommitted data, write cycles
+LOSS_OR_DIVERGENCE = ("lost-write", "unseen", "inconsistent-offsets", "divergent-replicas",
+                      "G1a", "precommitted-read", "G0", "G1c")
 
 #: the composition that re-creates each switch's historic scenario (seed documents), then the full mix
 TARGETED: dict[str, tuple[str, ...]] = {
@@ -35,7 +38,17 @@ TARGETED: dict[str, tuple[str, ...]] = {
     "local-isr-shrink": ("lagging-follower-kill-leader", "lagging-follower-pause-leader"),
     "stale-epoch-accepted": ("stale-orders",),
     "lost-disk-in-isr": ("disk-loss-last-isr",),
+    "lso-ignores-open-txns": ("kill-leader",),
+    "marker-ack-before-replication": ("kill-leader",),
+    "forget-prepared-txns": ("kill-one",),
+    "no-txn-verification": ("delayed-produce-leader",),
 }
+#: the switches of the transaction code: their runs use the transactional workload
+TXN_SWITCHES = ("lso-ignores-open-txns", "marker-ack-before-replication", "forget-prepared-txns",
+                "no-txn-verification")
+#: settings a switch's targeted mix needs: a torn transaction needs the producer's next transaction
+#: to write the partition of its delayed write, which two keys make likely (simulator seed 4 shows it)
+TARGET_SETTINGS: dict[str, dict[str, Any]] = {"no-txn-verification": {"partitions": 2}}
 FULL = DEFAULT_NEMESIS
 
 
@@ -153,8 +166,11 @@ def _attempt(bug: str | None, name: str, nemeses: tuple[str, ...], seed: int, ba
     # kill each other's nodes (a stale-orders run killed its own receiver before the stale orders
     # arrived). Overlap is the full mix's job.
     alone = {"max_active": 1} if name != "full" else {}
+    txn = {"workload": "txn"} if bug in TXN_SWITCHES else {}
+    if name != "full" and bug in TARGET_SETTINGS:
+        txn.update(TARGET_SETTINGS[bug])
     spec = build_spec({**base, "nemesis": nemeses, "bugs": (bug,) if bug else (), "seed": seed,
-                       "name": f"detect-{bug or 'baseline'}", **alone})
+                       "name": f"detect-{bug or 'baseline'}", **alone, **txn})
     t0 = time.monotonic()
     try:
         code, valid, anomalies, bad, run_dir = run_one(spec)

@@ -47,6 +47,9 @@ def preflight(spec: RunSpec) -> RunSpec:
     if spec.provisioner not in PROVISIONERS:
         raise UsageError(f"unknown provisioner {spec.provisioner!r}; choose one of: {', '.join(PROVISIONERS)}")
     if spec.provisioner == "sim":
+        if spec.txn_mode == "ctp":
+            raise UsageError("--txn-mode ctp runs on containers only: the simulated transactional client has no "
+                             "TxnOffsetCommit yet; use --txn-mode plain with --provisioner sim")
         if spec.leave_running:
             raise UsageError("--leave-running needs containers: a simulated cluster ends with its run")
     elif spec.check_determinism:
@@ -116,6 +119,10 @@ def build_test(spec: RunSpec, *, spark_master: str | None = None, elle_cli: str 
         runtime, connect = db.runtime, db.connect
     else:
         runtime, connect = ThreadRuntime(), librdkafka.connect
+        if (txn := get_workload(spec.workload).transactional) is not None:
+            from workloads import librdkafka_txn
+
+            connect = librdkafka_txn.connect_with(txn)
     return Test(
         spec=spec,
         provisioner=provisioner,

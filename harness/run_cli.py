@@ -70,7 +70,8 @@ def _label(valid: Any) -> str:
 @click.option("--until-covered", "until_covered", default=None, metavar="PROBES",
               help="Comma-separated probes (cluster-impl/README.md): draw seeds seed, seed+1, ... until every "
                    "one was hit by some run, or --test-count runs are done (the budget); stops early on a failure.")
-def run(config_file: Path | None, test_count: int, no_progress: bool, until_covered: str | None,
+@click.option("--txn", is_flag=True, help="The transactional workload (Jepsen's :txn); same as --workload txn.")
+def run(config_file: Path | None, test_count: int, no_progress: bool, until_covered: str | None, txn: bool,
         **flags: Any) -> int:
     """Provision, run a workload under faults, record the history, check it, report.
 
@@ -80,6 +81,10 @@ def run(config_file: Path | None, test_count: int, no_progress: bool, until_cove
     from harness.registry import build_test
     from harness.run import run as do_run
 
+    if txn:
+        if flags.get("workload") not in (None, "txn"):
+            raise UsageError(f"--txn is the txn workload; it cannot be combined with --workload {flags['workload']}")
+        flags["workload"] = "txn"
     spec = make_spec(config_file, flags)
     build_test(spec)  # every name checked before the first run starts
     wanted = _wanted_probes(until_covered)

@@ -69,11 +69,12 @@ def parse_rates(text: str) -> tuple[float, ...]:
 @click.option("--guide", type=click.Choice(["none", "coverage"]), default="none", show_default=True,
               help="coverage: half of each round mutates the schedules of seeds that hit coverage probes no "
                    "earlier seed hit (harness/coverage_guide.py).")
+@click.option("--workload", default="queue", show_default=True, help="Workload (queue, hotkey, txn).")
+@click.option("--txn", is_flag=True, help="The transactional workload; same as --workload txn.")
 def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: int, time_limit: float, rate_text: str,
                nemesis_interval: float, first_seed: int, max_seeds: int | None, jobs: int | None, check_batch: int,
                spark_master: str | None, keep_going: bool, verdicts_path: Path | None, no_shrink: bool,
-               no_progress: bool, store: str,
-               no_check: bool, guide: str) -> int:
+               no_progress: bool, store: str, no_check: bool, guide: str, workload: str, txn: bool) -> int:
     """Simulate seeds in parallel until one fails (the quick screen for loss and divergence at once,
     the real checker every --check-batch seeds); shrink its fault schedule; save the smallest
     failing run in the store with its check and report.
@@ -92,7 +93,7 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
         raise UsageError("--guide coverage steers the search on this host; it cannot be combined with --spark-master")
     values: dict[str, Any] = {"provisioner": "sim", "nodes": nodes, "time_limit": time_limit, "rate": rates[0],
                               "nemesis_interval": nemesis_interval, "bugs": list(bugs), "store": store,
-                              "name": "sim-search"}
+                              "name": "sim-search", "workload": "txn" if txn else workload}
     if nemesis is not None:
         values["nemesis"] = nemesis
     base = build_test(build_spec(values)).spec  # every name checked; the sim's default mix filled in

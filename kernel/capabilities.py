@@ -33,12 +33,17 @@ class Cut:
     """A grudge — node -> the nodes whose packets it drops — scoped as an iptables rule is: to the
     dropping node's own `ports` (requests to its services), to the sources' `from_ports` (answers on
     connections it opened), or all traffic when both are empty; `loss` drops only that share.
-    `to_json` is the shape the history records on both backends."""
+    `hold` (with `ports`): what is dropped is only delayed — TCP retransmits it and it is served when
+    the cut lifts, as long as its connection stays open (iptables gives that on its own; the
+    simulator's network, which loses a dropped request, holds it instead). A source may be
+    `layout.CLIENTS`, the control host the clients run on. `to_json` is the shape the history
+    records on both backends."""
 
     grudge: Mapping[str, list[str]]
     ports: tuple[int, ...] = ()
     from_ports: tuple[int, ...] = ()
     loss: float | None = None
+    hold: bool = False
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"grudge": {k: list(v) for k, v in sorted(self.grudge.items()) if v}}
@@ -48,13 +53,15 @@ class Cut:
             d["from_ports"] = list(self.from_ports)
         if self.loss is not None:
             d["loss"] = self.loss
+        if self.hold:
+            d["hold"] = True
         return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Cut:
         """The cut a start op's value describes (what `stop` and the heal lift)."""
         return cls({k: list(v) for k, v in d["grudge"].items()}, tuple(d.get("ports", ())),
-                   tuple(d.get("from_ports", ())), d.get("loss"))
+                   tuple(d.get("from_ports", ())), d.get("loss"), bool(d.get("hold", False)))
 
 
 @runtime_checkable

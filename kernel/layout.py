@@ -18,6 +18,9 @@ BROKER_PIDFILE = "/run/chaos/broker.pid"
 #: power loss or a lost disk does not take the evidence with it)
 BROKER_PROBES = "/var/log/chaos/probes"
 BROKER_PORT = 9092
+#: the clients' host in a cut's grudge (`kernel.capabilities.Cut`): the control host the workers run on
+#: (the simulator's network knows it by this name; containers see it as their network's gateway)
+CLIENTS = "control"
 
 # --- the broker's disk: a FUSE file system (the image's lazyfs) over BROKER_DISK, mounted at
 # BROKER_DATA, that forgets what was written and not fsynced when told the power went out (SIGUSR1)

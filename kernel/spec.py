@@ -28,6 +28,8 @@ DEFAULT_NEMESIS = ("all",)
 ACKS = ("all", "1", "0")
 #: how consumers get their keys (Jepsen's --sub-via): `assign`, or `subscribe` to the run's consumer group
 SUB_VIA = ("assign", "subscribe")
+#: the transactional workload's modes: plain transactions of sends and polls, or consume-transform-produce
+TXN_MODES = ("plain", "ctp")
 
 
 def _s(help: str, *, lo: float | None = None, hi: float | None = None, why: str = "", flag: str | None = None,
@@ -64,6 +66,9 @@ class RunSpec:
     sub_via: tuple[str, ...] = field(default=("assign",), metadata=_s(
         "How consumers get keys: assign, subscribe (the run's consumer group) or both (workers split by the seed).",
         choices=SUB_VIA))
+    txn_mode: str = field(default="plain", metadata=_s(
+        "Transactional workload (--workload txn): plain, or ctp (consume-transform-produce: the consumer's "
+        "offsets committed inside each transaction; needs --sub-via subscribe).", choices=TXN_MODES))
     provisioner: str = field(default="docker", metadata=_s("docker, ssh or sim (the deterministic simulator)."))
     hosts: str | None = field(default=None, metadata=_s("ssh provisioner: hosts file."))
     store: str = field(default="store", metadata=_s("Run store directory."))
@@ -141,6 +146,10 @@ def _coerce(name: str, value: Any) -> Any:
         if bad or not modes or len(set(modes)) != len(modes):
             raise _bad(name, value, "assign, subscribe or assign,subscribe (each once)")
         return modes
+    if name == "txn_mode":
+        if value not in TXN_MODES:
+            raise _bad(name, value, "plain or ctp")
+        return value
     if name == "acks":
         if type(value) is int and value in (-1, 0, 1):
             value = "all" if value == -1 else str(value)
@@ -191,6 +200,9 @@ def _cross_check(s: RunSpec) -> RunSpec:
     if s.idempotence and s.acks != "all":
         raise UsageError(f"acks {s.acks} cannot be used with idempotent producers (Kafka requires acks=all for "
                          "idempotence); add --no-idempotence (idempotence = false) or use acks all")
+    if s.txn_mode == "ctp" and (s.workload != "txn" or s.sub_via != ("subscribe",)):
+        raise UsageError("txn-mode ctp commits a consumer group's offsets inside each transaction: it needs "
+                         "--workload txn and --sub-via subscribe")
     if s.provisioner == "ssh" and not s.hosts:
         raise UsageError("the ssh provisioner needs --hosts FILE (one `[name] address[:port]` per line)")
     if s.hosts is not None and not Path(s.hosts).is_file():

@@ -86,6 +86,18 @@ class Generator(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class TxnSettings:
+    """What both backends' transactional producers are given: the transaction timeout, how long a
+    write is tried before the producer gives up and aborts (shorter: the producer, not the
+    coordinator's timeout, ends a stuck transaction), and the transactional id of a process
+    (`id_of(spec, process)`)."""
+
+    timeout_ms: int
+    produce_timeout_ms: int
+    id_of: Callable[[RunSpec, int], str]
+
+
 @dataclass(frozen=True)
 class Workload:
     """A workload as a value. `generator(spec, worker)` and `final_generator(spec)` are seeded from
@@ -96,3 +108,6 @@ class Workload:
     generator: Callable[[RunSpec, int], Generator]
     final_generator: Callable[[RunSpec], Generator] | None = None
     description: str = ""
+    #: set when its client needs a transactional producer and a read_committed consumer: the
+    #: backend's `connect` then hands out its `workloads.txn.TxnConnection`, set up from these
+    transactional: TxnSettings | None = None

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from kernel.errors import UsageError
 from kernel.nemesis import Family, FaultPerf
 from nemesis.clock import ClockFamily
+from nemesis.delayed_produce import DelayedProduceFamily
 from nemesis.disk_loss import DiskLossFamily
 from nemesis.double_failover import DoubleFailoverFamily
 from nemesis.isolate import IsolateFamily
@@ -46,8 +47,11 @@ FAMILIES: dict[str, Callable[[], Family]] = {
     "stale-orders": StaleOrdersFamily,
     "lose-unfsynced": LoseUnfsyncedFamily,
     "disk-loss": DiskLossFamily,
+    "delayed-produce": DelayedProduceFamily,
 }
-DEFAULT = tuple(FAMILIES)
+#: `all`: every family but `delayed-produce`, which only a transactional workload feels (so every
+#: seed's default schedule stays what it was before that family came)
+DEFAULT = tuple(f for f in FAMILIES if f != "delayed-produce")
 #: the name of every family at once (the default of `--nemesis`)
 ALL = "all"
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from kernel.errors import UsageError
 from kernel.workload import Workload
-from workloads import hotkey, queue
+from workloads import hotkey, queue, txn
 
 WORKLOADS: dict[str, Workload] = {
     "queue": queue.WORKLOAD,
     "hotkey": hotkey.WORKLOAD,
+    "txn": txn.WORKLOAD,
 }
 
 

@@ -38,6 +38,7 @@ from kafka.protocol.producer import ProduceRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from logbroker.log.batch import iter_batches
+from logbroker.log.control import read_marker
 from logbroker.log.validate import _varint
 from logbroker.protocol.apis import make_message
 
@@ -88,6 +89,29 @@ def decode_records(data: bytes) -> list[tuple[int, int]]:
     return list(iter_records(data))
 
 
+def iter_committed(data: bytes, aborted: list[tuple[int, int]]) -> Iterator[tuple[int, int | None, int]]:
+    """A read_committed consumer's view of one fetch: `(offset, value, next offset)` per record it
+    returns, `(first offset, None, next offset)` per batch it passes over unseen — a control batch
+    (a transaction marker) or a batch of an aborted transaction. `aborted` is the fetch's list of
+    (producer id, first offset): a producer's batches from that offset on are skipped until its ABORT
+    marker (KIP-98's consumer side, as librdkafka and the Java consumer do it)."""
+    ahead = sorted(aborted, key=lambda a: a[1])
+    skipping: set[int] = set()
+    for pos, h in iter_batches(data, verify_crc=False):
+        while ahead and ahead[0][1] <= h.last_offset:
+            skipping.add(ahead.pop(0)[0])
+        raw = bytes(data[pos:pos + h.size])
+        if h.is_control:
+            marker = read_marker(raw, h)
+            if marker is not None and not marker.commit:
+                skipping.discard(h.producer_id)
+            yield h.base_offset, None, h.next_offset
+        elif h.is_transactional and h.producer_id in skipping:
+            yield h.base_offset, None, h.next_offset
+        else:
+            yield from ((r.offset, int(r.value), r.offset + 1) for r in DefaultRecordBatch(raw))
+
+
 class Prefetched:
     """A fetch's records for one key, decoded only as far as polls read them: a poll takes at most
     `max_records`, and a fetch of `FETCH_PARTITION_BYTES` carries hundreds more that the next fetch
@@ -95,11 +119,13 @@ class Prefetched:
 
     __slots__ = ("_it",)
 
-    def __init__(self, data: bytes) -> None:
-        self._it: Iterator[tuple[int, int]] | None = iter_records(data)
+    def __init__(self, data: bytes, aborted: list[tuple[int, int]] | None = None) -> None:
+        """`aborted`: None for read_uncommitted, else the fetch's aborted transactions (read_committed)."""
+        self._it: Iterator[tuple[int, int | None, int]] | None = (
+            ((o, v, o + 1) for o, v in iter_records(data)) if aborted is None else iter_committed(data, aborted))
 
-    def pop(self) -> tuple[int, int] | None:
-        """The next record, or None when there is none."""
+    def pop(self) -> tuple[int, int | None, int] | None:
+        """The next (offset, value or None when passed over unseen, next offset), or None when there is none."""
         if self._it is None:
             return None
         got = next(self._it, None)
@@ -118,11 +144,12 @@ class ClientTimeout(Exception):
 class SimKafkaClient:
     def __init__(self, net: SimNetwork, nodes: list[str], bootstrap: str, topic: str, rng: random.Random, *,
                  acks: int = -1, idempotent: bool = True, request_timeout_s: float = 3.0,
-                 delivery_timeout_s: float = 5.0, host: str = CONTROL) -> None:
+                 delivery_timeout_s: float = 5.0, host: str = CONTROL, read_committed: bool = False) -> None:
         self.net, self.nodes, self.bootstrap, self.topic, self.rng = net, nodes, bootstrap, topic, rng
         self.acks, self.idempotent = acks, idempotent
         self.request_timeout_s, self.delivery_timeout_s = request_timeout_s, delivery_timeout_s
         self.host = host
+        self.read_committed = read_committed  # Fetch isolation_level=1: up to the LSO, aborted records dropped
         self.leaders: dict[int, str] = {}
         self.epochs: dict[int, int] = {}  # the highest leader epoch seen per partition (KIP-320)
         self.brokers: dict[int, str] = {}
@@ -294,15 +321,16 @@ class SimKafkaClient:
                     rec = buf.pop()
                     if rec is None:
                         break
-                    off, v = rec
-                    if off < self.positions[k]:
+                    off, v, nxt = rec
+                    if nxt <= self.positions[k]:
                         continue  # the batch began before our position
-                    if off != self.positions[k]:
+                    if off > self.positions[k]:
                         buf.clear()
                         break
-                    out.setdefault(str(k), []).append([off, v])
-                    self.positions[k] = off + 1
-                    count += 1
+                    self.positions[k] = nxt
+                    if v is not None:  # None: a marker or an aborted batch, passed over unseen
+                        out.setdefault(str(k), []).append([off, v])
+                        count += 1
             if out or self.loop.time() >= deadline:
                 return out
             by_leader: dict[str, list[int]] = {}
@@ -322,7 +350,8 @@ class SimKafkaClient:
 
     async def _fetch(self, node: str, keys: list[int], wait_ms: int) -> dict[int, Prefetched]:
         req = make_message(FetchRequest, 11, {
-            "replica_id": -1, "max_wait_ms": wait_ms, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+            "replica_id": -1, "max_wait_ms": wait_ms, "min_bytes": 1, "max_bytes": 1 << 20,
+            "isolation_level": int(self.read_committed),
             "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
             "topics": [{"topic": self.topic, "partitions": [
                 {"partition": k, "current_leader_epoch": self.epochs.get(k, -1), "fetch_offset": self.positions[k],
@@ -343,7 +372,9 @@ class SimKafkaClient:
                 if err:
                     self.metadata_at = -1e9
                     continue
-                out[k] = Prefetched(p["records"] or b"")
+                aborted = [(int(a["producer_id"]), int(a["first_offset"]))
+                           for a in p.get("aborted_transactions") or []] if self.read_committed else None
+                out[k] = Prefetched(p["records"] or b"", aborted)
         return out
 
     async def high_watermarks(self, keys: list[int], patience_s: float = 60.0) -> dict[int, int]:

@@ -43,6 +43,7 @@ from logsim.rng import Streams
 from logsim.rng import streams as rng_streams
 
 CONTROL = "control"
+HOLD_RETRY_S = 0.2  # a held request arrives this long after its grudge lifts (a retransmission)
 BASE_DELAY_S = (0.0002, 0.001)  # a link's fixed part, seeded per link
 TAIL_S = 0.0005  # mean of the exponential part
 
@@ -168,6 +169,7 @@ class SimNetwork:
         self.drops: Counter[tuple[str, str]] = Counter()  # (dst, src): dst drops packets from src
         self.flaky: dict[tuple[str, str], list[float]] = {}
         self.port_drops: Counter[tuple[str, str, str]] = Counter()  # (dst, src, scope), scoped grudges
+        self.held: list[tuple[str, str, Any, Callable[[], None]]] = []  # requests a "hold" grudge keeps, in order
         self._links: dict[tuple[str, str], tuple[float, random.Random]] = {}
         self._ends: dict[Incarnation, list[End]] = {}
         self._ports = 40000
@@ -221,7 +223,10 @@ class SimNetwork:
         return not (self.drops[(a, b)] or self.drops[(b, a)])
 
     def add_grudge(self, grudge: dict[str, list[str]], loss: float | None = None, scope: str = "all") -> None:
-        """`scope`: "all", or a port rule ("to-port", "from-port"; never with `loss`)."""
+        """`scope`: "all", or a port rule ("to-port", "from-port"; never with `loss`), or "hold": the
+        requests to the destination's broker are held, not lost, and served once the grudge lifts (a
+        TCP connection's retransmission, as an iptables DROP does to a connection that stays open;
+        Bufstream's delayed produce). Only decoded requests (`request`) are held."""
         for dst, srcs in grudge.items():
             for src in srcs:
                 if scope != "all":
@@ -251,12 +256,24 @@ class SimNetwork:
                     if not lst:
                         self.flaky.pop((dst, src), None)
         self._retransmit()
+        self._release_held()
 
     def heal(self) -> None:
         self.drops.clear()
         self.flaky.clear()
         self.port_drops.clear()
         self._retransmit()
+        self._release_held()
+
+    def _release_held(self) -> None:
+        """Deliver, in the order they were sent, the held requests whose grudge has lifted."""
+        still = []
+        for i, (src, host, inc, arrive) in enumerate(self.held):
+            if self.port_blocked(src, host, "hold"):
+                still.append((src, host, inc, arrive))
+            else:
+                self.loop.call_in(inc, HOLD_RETRY_S + i * 1e-6, arrive)
+        self.held = still
 
     # --- hosts -----------------------------------------------------------------------------------
     def host(self, name: str) -> HostNetwork:
@@ -341,6 +358,9 @@ class SimNetwork:
 
             def arrive() -> None:
                 if lst.inc is not None and lst.inc.dead:
+                    return
+                if self.port_blocked(src, host, "hold"):  # held in the pipe: it arrives after the lift, in order
+                    self.held.append((src, host, lst.inc, arrive))
                     return
                 self.loop.spawn(lst.inc, serve())
 

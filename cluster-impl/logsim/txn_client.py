@@ -33,12 +33,10 @@ from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest
 from kafka.protocol.producer import ProduceRequest
 from kafka.protocol.producer.transaction import AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest
-from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
-from logbroker.log.batch import iter_batches
-from logbroker.log.control import read_marker
+from kafka.record.default_records import DefaultRecordBatchBuilder
 from logbroker.protocol.apis import make_message
 
-from logsim.client import ClientTimeout, SimKafkaClient
+from logsim.client import ClientTimeout, SimKafkaClient, iter_committed
 from logsim.network import SimNetwork
 from logsim.node import EPOCH_MS
 
@@ -58,13 +56,18 @@ class Fenced(Exception):
 
 class SimTxnProducer:
     def __init__(self, net: SimNetwork, nodes: list[str], topic: str, rng: random.Random, transactional_id: str, *,
-                 timeout_ms: int = 10000, end_version: int = 5, request_timeout_s: float = 3.0) -> None:
+                 timeout_ms: int = 10000, end_version: int = 5, request_timeout_s: float = 3.0,
+                 produce_timeout_s: float | None = None) -> None:
+        """`produce_timeout_s`: how long a transaction's writes are tried before the producer gives
+        up and aborts (librdkafka's message.timeout.ms); the transaction timeout by default."""
         self.k = SimKafkaClient(net, nodes, nodes[0], topic, rng, request_timeout_s=request_timeout_s)
         self.nodes, self.topic, self.rng, self.tid = nodes, topic, rng, transactional_id
         self.timeout_ms, self.end_version = timeout_ms, end_version
+        self.produce_timeout_s = timeout_ms / 1000 if produce_timeout_s is None else produce_timeout_s
         self.coordinator: str | None = None
         self.pid, self.epoch = -1, -1
         self.seq: dict[int, int] = {}
+        self.offsets: dict[int, int] = {}  # partition -> base offset of the last transaction's batch there
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -124,8 +127,9 @@ class SimTxnProducer:
     async def transaction(self, writes: list[tuple[int, int]], commit: bool) -> str:
         """Write every (partition, value) in one transaction, then commit or abort it: `committed`,
         `aborted` or `unknown` (see the module docstring)."""
-        deadline = self.loop.time() + self.timeout_ms / 1000
+        deadline = self.loop.time() + self.produce_timeout_s
         keys = sorted({k for k, _ in writes})
+        self.offsets = {}
         try:
             ok = await self._add(keys, deadline)
             if ok:
@@ -181,8 +185,10 @@ class SimTxnProducer:
                 stale = True
                 await asyncio.sleep(0.1)
                 continue
-            err = int(body["responses"][0]["partition_responses"][0]["error_code"])
+            r = body["responses"][0]["partition_responses"][0]
+            err = int(r["error_code"])
             if err == 0:
+                self.offsets[key] = int(r["base_offset"])
                 return True
             if err in FENCED:
                 raise Fenced(f"Produce: error {err}")
@@ -263,8 +269,6 @@ async def open_transactions(k: SimKafkaClient, nodes: list[str]) -> dict[str, st
 async def _read_partition(k: SimKafkaClient, key: int, deadline: float) -> list[int]:
     values: list[int] = []
     position = 0
-    aborted: list[tuple[int, int]] = []  # (producer id, first offset) of aborted transactions ahead
-    skipping: set[int] = set()  # producers whose aborted transaction we are inside
     while k.loop.time() < deadline:
         end = (await last_stable_offsets(k, [key], patience_s=max(0.1, deadline - k.loop.time()))).get(key)
         if end is not None and position >= end:
@@ -289,22 +293,14 @@ async def _read_partition(k: SimKafkaClient, key: int, deadline: float) -> list[
             k.metadata_at = -1e9
             await asyncio.sleep(0.1)
             continue
-        aborted = sorted({*aborted, *((int(a["producer_id"]), int(a["first_offset"]))
-                                      for a in (p["aborted_transactions"] or []))}, key=lambda a: a[1])
+        aborted = [(int(a["producer_id"]), int(a["first_offset"])) for a in (p["aborted_transactions"] or [])]
         data = p["records"] or b""
-        for pos, h in iter_batches(data, verify_crc=False):
-            if h.last_offset < position:
+        for _, v, nxt in iter_committed(data, aborted):
+            if nxt <= position:
                 continue
-            while aborted and aborted[0][1] <= h.last_offset:
-                skipping.add(aborted.pop(0)[0])
-            raw = bytes(data[pos:pos + h.size])
-            if h.is_control:
-                marker = read_marker(raw, h)
-                if marker is not None and not marker.commit:
-                    skipping.discard(h.producer_id)
-            elif not (h.is_transactional and h.producer_id in skipping):
-                values.extend(int(r.value) for r in DefaultRecordBatch(raw) if r.offset >= position)
-            position = h.next_offset
+            if v is not None:
+                values.append(v)
+            position = nxt
         if not data:
             await asyncio.sleep(0.1)
     raise ClientTimeout(f"partition {key}: read_committed did not reach the LSO")

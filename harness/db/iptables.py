@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kernel import layout
 from kernel.capabilities import Cut
 from kernel.db import Cluster
 
@@ -68,18 +69,29 @@ class IptablesNet:
     def _ips(self) -> dict[str, str]:
         return {n.name: n.ip for n in self.cluster.nodes}
 
-    def drop(self, cut: Cut) -> None:
+    def _sources(self, node: str, drops: list[str]) -> list[str]:
+        """The addresses of `drops` as `node` sees them: the clients' host (`layout.CLIENTS`) is the
+        gateway of the node's network, through which the control host's connections arrive."""
         ips = self._ips()
+        out = []
+        for d in drops:
+            if d == layout.CLIENTS:
+                got = self.cluster.remotes[node].exec("ip route show default | awk '{print $3; exit}'", timeout=30)
+                out.append(got.stdout.strip())
+            else:
+                out.append(ips[d])
+        return out
+
+    def drop(self, cut: Cut) -> None:
         for node, drops in cut.grudge.items():
             if drops:
-                cmd = drop_commands([ips[d] for d in drops], cut.ports, cut.loss, cut.from_ports)
+                cmd = drop_commands(self._sources(node, list(drops)), cut.ports, cut.loss, cut.from_ports)
                 self.cluster.remotes[node].exec(cmd, timeout=30)
 
     def lift(self, cut: Cut) -> None:
-        ips = self._ips()
         for node, drops in cut.grudge.items():
             if drops:
-                cmd = undrop_commands([ips[d] for d in drops], cut.ports, cut.loss, cut.from_ports)
+                cmd = undrop_commands(self._sources(node, list(drops)), cut.ports, cut.loss, cut.from_ports)
                 self.cluster.remotes[node].exec(cmd, timeout=30, check=False)
 
     def heal_net(self) -> None:

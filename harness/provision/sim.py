@@ -27,6 +27,7 @@ from logsim.admin import SimAdmin
 from logsim.client import SimKafkaClient
 from logsim.cluster import SimCluster
 from logsim.group import SimGroupConsumer
+from logsim.txn_client import SimTxnProducer
 
 from kernel import layout
 from kernel.capabilities import Cut
@@ -35,6 +36,7 @@ from kernel.node import Node, node_names
 from kernel.rng import rng as seeded
 from kernel.spec import RunSpec
 from kernel.workload import ClientContext
+from workloads.registry import get_workload
 
 T = TypeVar("T")
 SETTLE_S = 5.0  # brokers register and elect a controller before the topic is made
@@ -177,6 +179,8 @@ class SimDB:
         """The network model's scope for a cut on broker ports; None for one on ZooKeeper's."""
         if set(cut.ports) & ZK_PORTS:
             return None
+        if cut.hold:
+            return "hold"
         return "from-port" if cut.from_ports else "to-port" if cut.ports else "all"
 
     def drop(self, cut: Cut) -> None:
@@ -247,10 +251,21 @@ class SimDB:
     # --- the client's way in ---------------------------------------------------------------------
     def connect(self, ctx: ClientContext, node: Node) -> SimKafka:
         spec = ctx.spec
-        return SimKafka(SimKafkaClient(self.sim.net, self.sim.names, node.name, spec.topic,
-                                       seeded(spec.seed, "sim", "client", ctx.process),
-                                       acks=-1 if spec.acks == "all" else int(spec.acks),
-                                       idempotent=spec.idempotence), spec.partitions)
+        txn = get_workload(spec.workload).transactional
+        client = SimKafkaClient(self.sim.net, self.sim.names, node.name, spec.topic,
+                                seeded(spec.seed, "sim", "client", ctx.process),
+                                acks=-1 if spec.acks == "all" else int(spec.acks), idempotent=spec.idempotence,
+                                read_committed=txn is not None)
+        if txn is None:
+            return SimKafka(client, spec.partitions)
+        # half the processes end transactions as KIP-890 part 2 clients (EndTxn v5 bumps the epoch),
+        # half as librdkafka does today (EndTxn v1): the switch `no-txn-verification` matters to both
+        producer = SimTxnProducer(self.sim.net, self.sim.names, spec.topic,
+                                  seeded(spec.seed, "sim", "txn-client", ctx.process),
+                                  txn.id_of(spec, ctx.process), timeout_ms=txn.timeout_ms,
+                                  produce_timeout_s=txn.produce_timeout_ms / 1000,
+                                  end_version=5 if ctx.process % 2 == 0 else 1)
+        return SimTxnKafka(client, spec.partitions, producer, txn.timeout_ms / 1000)
 
 
 class SimActivity:
@@ -357,3 +372,51 @@ class SimKafka:
         if self.group is not None:
             asyncio.ensure_future(self.group.leave())
             self.group = None
+
+
+class SimTxnKafka(SimKafka):
+    """`workloads.txn.TxnConnection` on the simulator: the read_committed `SimKafka` plus
+    `logsim.txn_client.SimTxnProducer`, which writes a transaction's sends when it ends (AddPartitions,
+    the batches, EndTxn), as a client that batches until the commit would."""
+
+    def __init__(self, client: SimKafkaClient, partitions: int, producer: SimTxnProducer, patience_s: float) -> None:
+        super().__init__(client, partitions)
+        self.producer = producer
+        self.patience_s = patience_s
+        self.writes: list[tuple[int, int]] = []
+
+    async def begin(self) -> None:
+        if self.producer.pid < 0 and not await self.producer.init(patience_s=self.patience_s):
+            raise ConnectionError("InitProducerId: no answer from a transaction coordinator")
+        self.writes = []
+
+    def send(self, key: int, value: int) -> None:
+        self.writes.append((key, value))
+
+    async def end(self, commit: bool, offsets: dict[int, int] | None = None) -> tuple[str, list[int | None], str]:
+        if offsets:
+            raise NotImplementedError("the simulated transactional client has no TxnOffsetCommit (--txn-mode ctp)")
+        if not self.writes:  # nothing was sent: the client ends it without a word to the coordinator
+            return ("committed" if commit else "aborted"), [], ""
+        outcome = await self.producer.transaction(self.writes, commit)
+        if outcome != "committed":
+            return outcome, [None] * len(self.writes), "" if outcome == "aborted" and not commit else outcome
+        seen: dict[int, int] = {}
+        out: list[int | None] = []
+        for key, _ in self.writes:
+            base = self.producer.offsets.get(key)
+            out.append(None if base is None else base + seen.get(key, 0))
+            seen[key] = seen.get(key, 0) + 1
+        return outcome, out, ""
+
+    async def positions(self, keys: list[int]) -> dict[int, int]:
+        return {k: self.k.positions[k] for k in keys if k in self.k.positions}
+
+    def rewind(self, to: dict[int, int]) -> None:
+        for k, offset in to.items():
+            if k in self.k.positions:
+                self.k.positions[k] = offset
+                self.k.buffered.pop(k, None)
+
+    def held(self) -> list[int]:
+        return sorted(self.group.assigned if self.group is not None else self.k.positions)

@@ -1,7 +1,8 @@
 """Our checks and Jepsen's own Kafka checker (`jepsen.tests.kafka/checker`, the shared build) agree on
-every corpus history — Jepsen's own `kafka_test.clj` cases (`corpus/jepsen-*`) among them — and on two
-short real runs: the same verdict and the same anomaly types, apart from the differences
-`results/README.md` documents on purpose (each named in `DOCUMENTED` or `OURS_ONLY` below).
+every corpus history — Jepsen's own `kafka_test.clj` cases (`corpus/jepsen-*`) among them — on two
+short real runs, and on two real transactional runs (`txn_runs/`): the same verdict and the same
+anomaly types, apart from the differences `results/README.md` documents on purpose (each named in
+`DOCUMENTED` or `OURS_ONLY` below).
 
 Both read the same input: the history alone (Jepsen's checker does not read replica dumps, so our
 `divergent-replicas` and replica-based `inconsistent-offsets` are out of this comparison by
@@ -30,7 +31,11 @@ from results.cycles import CYCLE_TYPES
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
 FIXTURES = HERE.parent / "results" / "fixtures"
-SOURCES = sorted(p for p in CORPUS.iterdir() if p.is_dir()) + sorted(p for p in FIXTURES.iterdir() if p.is_dir())
+#: real transactional runs (`--txn`): a clean one on containers, and a simulated one caught with
+#: `lso-ignores-open-txns` (seed 5, no faults: aborted reads, and the skips they leave)
+TXN_RUNS = HERE / "txn_runs"
+SOURCES = (sorted(p for p in CORPUS.iterdir() if p.is_dir()) + sorted(p for p in FIXTURES.iterdir() if p.is_dir())
+           + sorted(p for p in TXN_RUNS.iterdir() if p.is_dir()))
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 

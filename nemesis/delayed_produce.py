@@ -1,0 +1,56 @@
+"""Bufstream's scenario (jepsen.io/analyses/bufstream-0.1.0, 2024): a produce delayed past the end of
+its transaction.
+
+The clients' requests to one key's leader are held — dropped on its broker port, so TCP keeps them
+and delivers them, in order, when the cut is lifted — for longer than a producer waits for a
+produce (its transaction timeout): the producer gives up on the write, its transaction is aborted
+(or its outcome unknown), and the producer goes on with its next transactions. When the cut lifts,
+the held produce reaches the leader after its transaction ended. A broker that verifies
+transactional writes with the coordinator (KIP-890) refuses it; one that does not (the switch
+`no-txn-verification`, Kafka before KIP-890) lets it open a transaction on the partition that the
+producer's next transaction there commits: the aborted transaction's write is read as committed, a
+torn transaction (G1a in the history). Written once against `Net`: iptables in containers, the
+network model in the simulator, where the held request is delivered for certain (a real client may
+close its connection first, and then nothing is delivered).
+
+Kind `leader`: the leader of a key chosen from the seed, resolved when the fault starts.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from kernel import layout
+from kernel.capabilities import Cut, Net
+from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, victim
+
+#: how long the requests are held at least: past the producers' produce deadline
+#: (`workloads.txn.PRODUCE_TIMEOUT_MS`, 5 s on both backends), after which the producer aborts the
+#: transaction itself — a coordinator's abort on the transaction timeout (10 s) would bump the
+#: producer's epoch and fence the late write even without verification
+HOLD_S = 7.0
+
+
+class DelayedProduceFamily:
+    name: str = "delayed-produce"
+    kinds: tuple[str, ...] = ("leader",)
+    perf: FaultPerf = FaultPerf("start-delayed-produce", "stop-delayed-produce", "delayed produce", "#D35400")
+    composite: bool = False
+    needs: tuple[type, ...] = (Net,)
+
+    def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
+        return Plan({"victim": victim(kind, rng, world)}, {}, min_duration_s=HOLD_S)
+
+    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
+        hit = ctx.resolve(fault.targets["victim"])
+        cut = Cut({hit.node.name: [layout.CLIENTS]}, ports=(layout.BROKER_PORT,), hold=True)
+        ctx.net().drop(cut)
+        return {"kind": fault.kind, "node": hit.node.name, **cut.to_json(), "targets": {"victim": hit.to_json()}}
+
+    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+        ctx.net().lift(Cut.from_json(started))
+        return {"kind": fault.kind, "node": started["node"], "healed": True}
+
+    def heal(self, ctx: NemesisContext) -> None:
+        ctx.net().heal_net()
