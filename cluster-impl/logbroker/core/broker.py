@@ -275,7 +275,8 @@ class BrokerCore:
 
     def become_standalone_leader(self, p: Partition) -> None:
         p.role, p.leader_id = Role.LEADER, self.config.broker_id
-        p.replicas, p.isr = [self.config.broker_id], [self.config.broker_id]
+        p.replicas = [self.config.broker_id]
+        p.set_isr([self.config.broker_id])
         p.leader_epoch = max(p.leader_epoch, p.log.epochs.latest_epoch, 0)
         p.hw = p.leo
 

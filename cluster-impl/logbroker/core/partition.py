@@ -42,6 +42,9 @@ class Partition:
     leader_epoch: int = 0
     replicas: list[int] = field(default_factory=list)
     isr: list[int] = field(default_factory=list)
+    #: ISR members the leader added itself, not yet written by the controller (KIP-497's maximal ISR):
+    #: HW waits for them, but they do not count towards min.insync.replicas (`maybe_advance_hw`)
+    uncommitted_isr: frozenset[int] = frozenset()
     hw: int = 0
     follower_leo: dict[int, int] = field(default_factory=dict)
     follower_caught_up_ms: dict[int, int] = field(default_factory=dict)
@@ -140,9 +143,29 @@ class Partition:
         self.follower_caught_up_ms[replica] = caught
         self.follower_last_fetch[replica] = (self.leo, now_ms)
 
-    def maybe_advance_hw(self) -> bool:
-        """HW = min LEO over the ISR (the leader's own LEO included); never moves back. True if it moved."""
-        if not self.is_leader():
+    def set_isr(self, isr: list[int], *, committed: bool = True) -> None:
+        """A new ISR: written by the controller (`committed`), or the leader's own expansion that is
+        still on its way there (its new members are then uncommitted until the next committed ISR)."""
+        self.uncommitted_isr = frozenset() if committed else self.uncommitted_isr | (set(isr) - set(self.isr))
+        self.isr = isr
+
+    def under_min_isr(self, min_isr: int) -> bool:
+        """Fewer committed ISR members than the effective min.insync.replicas (`min_isr`, already
+        capped at the replica count by the caller, KAFKA-15583)."""
+        return len([r for r in self.isr if r not in self.uncommitted_isr]) < min_isr
+
+    def maybe_advance_hw(self, min_isr: int = 1) -> bool:
+        """HW = min LEO over the ISR (the leader's own LEO included); never moves back. True if it moved.
+
+        Not while the partition is under min ISR (`min_isr`: the effective min.insync.replicas; 1, the
+        default, is a single-replica partition's): KIP-966's strict min ISR rule (KAFKA-15583, Kafka
+        3.7). The controller keeps a replica that leaves an ISR which is (or so becomes) smaller than
+        min.insync.replicas as an eligible leader (`controller.decisions.next_elr`) because nothing
+        can be committed without it; a leader that still advanced HW over its lone ISR would let
+        consumers read records that replica lacks, and electing it truncates them (seed 70150: offsets
+        read below the HW, then rewritten in the next leader epoch). Requests waiting on HW simply wait
+        (acks=all is refused at the door while under min ISR anyway)."""
+        if not self.is_leader() or self.under_min_isr(min_isr):
             return False
         leos = [self.leo]
         for r in self.isr:

@@ -99,11 +99,15 @@ class BecomeFollower:
 
 @dataclass(frozen=True, slots=True)
 class SetIsr:
-    """Set the replica's ISR; `advance_hw`: then recompute HW and complete waiting requests."""
+    """Set the replica's ISR; `advance_hw`: then recompute HW and complete waiting requests.
+    `committed`: False for KIP-497's expansion that counts before the controller wrote it (the
+    leader's maximal ISR): HW is computed over it, but it does not lift the partition to
+    min.insync.replicas (`Partition.maybe_advance_hw`)."""
 
     tp: TopicPartition
     isr: tuple[int, ...]
     advance_hw: bool = False
+    committed: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +258,7 @@ def follower_fetched(state: ReplicaState, tp: TopicPartition, cur: Local, replic
     new_isr = tuple(sorted({*cur.isr, replica_id}))
     _ISR_EXPAND()
     return Decision(replace(state, pending_isr={**state.pending_isr, tp: new_isr}),
-                    (SetIsr(tp, new_isr), ProposeAlterIsr(tp, new_isr, cur.leader_epoch)))
+                    (SetIsr(tp, new_isr, committed=False), ProposeAlterIsr(tp, new_isr, cur.leader_epoch)))
 
 
 def lagging_followers(cur: Local, broker_id: int, now_ms: int, max_lag_ms: int) -> list[int]:

@@ -312,9 +312,9 @@ class ReplicaManager:
                 self.become_follower(p, e.leader, e.epoch)
             elif isinstance(e, SetIsr):
                 p = self.core.partitions[e.tp]
-                p.isr = list(e.isr)
+                p.set_isr(list(e.isr), committed=e.committed)
                 self._isr_set(p)
-                if e.advance_hw and p.maybe_advance_hw():
+                if e.advance_hw and self.advance_hw(p):
                     self.core.purgatory.check()
             elif isinstance(e, RemoveReplica):
                 self._stop_fetcher(e.tp)
@@ -364,14 +364,15 @@ class ReplicaManager:
             _AFTER_LAGGING_FOLLOW()
         if p.hw < p.leo:
             _HW_BELOW_LEO()
-        p.role, p.leader_id, p.leader_epoch, p.isr = Role.LEADER, self.bid, epoch, isr
+        p.role, p.leader_id, p.leader_epoch = Role.LEADER, self.bid, epoch
+        p.set_isr(isr)
         p.log.epochs.assign(epoch, p.leo)
         now = self.core.clock.monotonic_ms()
         p.follower_leo = {r: p.follower_leo.get(r, 0) for r in p.replicas if r != self.bid}
         p.follower_caught_up_ms = {r: now for r in p.replicas if r != self.bid}
         p.follower_last_fetch = {}
         log.info("%s: leader at epoch %d, ISR %s, LEO %d, HW %d", p.tp, epoch, isr, p.leo, p.hw)
-        p.maybe_advance_hw()
+        self.advance_hw(p)
 
     def become_follower(self, p: Partition, leader: int, epoch: int) -> None:
         self._stop_fetcher(p.tp)
@@ -380,7 +381,7 @@ class ReplicaManager:
         else:
             self._lagging_follow.pop(p.tp, None)
         p.role, p.leader_id, p.leader_epoch = Role.FOLLOWER, leader, epoch
-        p.isr = []
+        p.set_isr([])
         log.info("%s: follower of %d at epoch %d, LEO %d, HW %d", p.tp, leader, epoch, p.leo, p.hw)
         if leader >= 0:
             self.fetchers.follow(p, leader, epoch)
@@ -417,11 +418,18 @@ class ReplicaManager:
             d = rules.follower_fetched(self.state, p.tp, local_view(p), replica_id, fetch_offset)
             self.state = d.state
             self._perform(d.effects)
-        if p.maybe_advance_hw():
+        if self.advance_hw(p):
             self.core.purgatory.check([p.tp])
 
     def on_leader_append(self, p: Partition) -> None:
-        p.maybe_advance_hw()  # the core checks the purgatory for this partition next
+        self.advance_hw(p)  # the core checks the purgatory for this partition next
+
+    def advance_hw(self, p: Partition) -> bool:
+        """`Partition.maybe_advance_hw` under the effective min.insync.replicas: the topic's, capped
+        at the partition's replica count (KAFKA-15583), so a topic with fewer replicas than the
+        setting is not frozen for good. True if HW moved."""
+        min_isr = self.core.topic_settings(p.tp.topic).min_insync_replicas
+        return p.maybe_advance_hw(min(min_isr, max(len(p.replicas), 1)))
 
     def accepts_produce(self, p: Partition) -> Err:
         if len(p.isr) < self.core.topic_settings(p.tp.topic).min_insync_replicas:
@@ -535,9 +543,9 @@ class ReplicaManager:
         been removed from the broker meanwhile; then nothing serves it any more)."""
         for e in effects:
             if isinstance(e, SetIsr):
-                p.isr = list(e.isr)
+                p.set_isr(list(e.isr), committed=e.committed)
                 self._isr_set(p)
-                if e.advance_hw and p.maybe_advance_hw():
+                if e.advance_hw and self.advance_hw(p):
                     self.core.purgatory.check()
             else:
                 self._perform([e])

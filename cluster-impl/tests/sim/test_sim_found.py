@@ -109,3 +109,25 @@ def test_acks_zero_sends_are_unknown_not_failed(tmp_path: Path) -> None:
     [history_file] = tmp_path.glob("*/*/history.jsonl")
     history = history_file.read_text()
     assert '"type":"fail"' not in history and '"type":"info","f":"send"' in history
+
+
+#: `chaos sim-search --first-seed 70150 --max-seeds 1` (the full default mix), shrunk to three faults
+SCHEDULE_70150 = json.loads("""[
+ {"id": 0, "family": "partition", "kind": "controller", "at_s": 10.0, "duration_s": 5.623,
+  "targets": {"victim": {"role": "controller", "node": "n3"}}, "params": {}},
+ {"id": 1, "family": "partition", "kind": "controller", "at_s": 20.233, "duration_s": 9.205,
+  "targets": {"victim": {"role": "controller", "node": "n3"}}, "params": {}},
+ {"id": 2, "family": "stale-orders", "kind": "controller", "at_s": 28.2, "duration_s": 22.5,
+  "targets": {"restarted": {"role": "leader", "node": "n3", "key": 2}},
+  "params": {"key": 2, "session_timeout_s": 6.0, "settle_s": 3.54}}]""")
+
+
+def test_a_leader_under_min_isr_does_not_commit_what_an_eligible_leader_lacks(tmp_path: Path) -> None:
+    """n3 restarts (stale-orders); the controller n2 shrinks chaos-0's ISR to [2] and keeps n3, which
+    has offsets up to 179, as an eligible leader (KIP-966). n2 still took HW to its LEO 192 over its
+    lone ISR, consumers read 179..191, n2 lost ZooKeeper and the next controller elected n3: offsets
+    179..191 were written again in epoch 3 (inconsistent-offsets on the clean cluster). The leader
+    now keeps HW while its committed ISR is under min.insync.replicas (KAFKA-15583)."""
+    opts = {"time_limit": 60.0, "rate": 20.0, "seed": 70150, "nemesis_interval": 10.0,
+            "nemesis": FULL_MIX + ",lose-unfsynced,disk-loss"}
+    assert "inconsistent-offsets" not in _screened(opts, SCHEDULE_70150, tmp_path)
