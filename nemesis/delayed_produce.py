@@ -34,7 +34,12 @@ HOLD_S = 7.0
 
 class DelayedProduceFamily:
     name: str = "delayed-produce"
-    kinds: tuple[str, ...] = ("leader",)
+    #: kind -> what one fault of it does (`chaos nemeses` lists these; the kinds are its keys)
+    about: dict[str, str] = {
+        "leader": "hold the clients' requests to one key's leader past the producers' produce timeout, "
+                  "then deliver them (Bufstream's late write into the next transaction)",
+    }
+    kinds: tuple[str, ...] = tuple(about)
     perf: FaultPerf = FaultPerf("start-delayed-produce", "stop-delayed-produce", "delayed produce", "#D35400")
     composite: bool = False
     needs: tuple[type, ...] = (Net,)
