@@ -40,27 +40,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.night_cells import Cell, Entry
 from kernel.errors import EXIT_INTERNAL, EXIT_UNKNOWN, ChaosError, EnvironmentProblem, Interrupted, UsageError
 from kernel.names import check_name
 from kernel.spec import FIELDS, RunSpec, build_spec, load_toml
 
 TOP_KEYS = {"name", "budget_minutes", "overhead_seconds", "seeds", "workloads", "base", "nemeses", "configs", "sim"}
 SELECTORS = {"workloads", "nemeses", "seeds"}
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One run of the matrix."""
-
-    workload: str
-    mix: str
-    config: str
-    seed: int
-    spec: RunSpec
-
-    @property
-    def label(self) -> str:
-        return f"{self.workload}/{self.mix}/{self.config}"
 
 
 @dataclass(frozen=True)
@@ -144,28 +130,6 @@ def plan_from(data: dict[str, Any], *, store: str | None = None, budget_minutes:
 
 def load_plan(path: Path, **overrides: Any) -> Plan:
     return plan_from(load_toml(path), **overrides)
-
-
-@dataclass
-class Entry:
-    """What became of one cell."""
-
-    cell: Cell
-    outcome: str  # valid | invalid | unknown | crashed | incomplete (stopped) | skipped | not-run
-    run_dir: Path | None = None
-    seconds: float = 0.0
-    anomalies: list[str] = field(default_factory=list)
-    message: str = ""
-    exit_code: int = 0
-    spark_app: str | None = None
-    kind: str = "containers"  # or "sim": one mix of the sim-search stage (its seed: the first of the range)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"cell": self.cell.label, "kind": self.kind, "workload": self.cell.workload, "nemeses": self.cell.mix,
-                "config": self.cell.config, "seed": self.cell.seed, "outcome": self.outcome,
-                "run_dir": str(self.run_dir) if self.run_dir else None, "seconds": round(self.seconds, 1),
-                "anomalies": self.anomalies, "message": self.message, "exit_code": self.exit_code,
-                "spark_app": self.spark_app}
 
 
 @dataclass

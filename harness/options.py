@@ -9,9 +9,12 @@ range, or the command stops at the door with one sentence (exit 3).
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import click
+
+from kernel.errors import UsageError
 
 
 class Finite(click.FloatRange):
@@ -24,3 +27,25 @@ class Finite(click.FloatRange):
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return super().convert(number, param, ctx)
+
+
+def parse_budget(text: str) -> float:
+    """"90s", "10m", "1h" or a number of seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if m is None:
+        raise UsageError(f"budget must be a duration such as 60s, 10m or 1h, not {text!r}")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def parse_rates(text: str) -> tuple[float, ...]:
+    """"20" or "20,100": ops/s, each finite and within 0.1..100000."""
+    rates = []
+    for part in text.split(","):
+        try:
+            rate = float(part)
+        except ValueError:
+            raise UsageError(f"--rate must be ops/s or a comma-separated list of them, not {text!r}") from None
+        if not math.isfinite(rate) or not 0.1 <= rate <= 100_000:
+            raise UsageError(f"--rate {part.strip()} is not between 0.1 and 100000 ops/s")
+        rates.append(rate)
+    return tuple(rates)

@@ -2,39 +2,15 @@
 
 from __future__ import annotations
 
-import math
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from harness.options import Finite
+from harness.options import Finite, parse_budget, parse_rates
 from kernel.errors import UsageError
-
-
-def parse_budget(text: str) -> float:
-    """"90s", "10m", "1h" or a number of seconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
-    if m is None:
-        raise UsageError(f"budget must be a duration such as 60s, 10m or 1h, not {text!r}")
-    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
-
-
-def parse_rates(text: str) -> tuple[float, ...]:
-    """"20" or "20,100": ops/s, each finite and within 0.1..100000."""
-    rates = []
-    for part in text.split(","):
-        try:
-            rate = float(part)
-        except ValueError:
-            raise UsageError(f"--rate must be ops/s or a comma-separated list of them, not {text!r}") from None
-        if not math.isfinite(rate) or not 0.1 <= rate <= 100_000:
-            raise UsageError(f"--rate {part.strip()} is not between 0.1 and 100000 ops/s")
-        rates.append(rate)
-    return tuple(rates)
 
 
 @click.command("sim-search")

@@ -51,8 +51,8 @@ class SimStage:
 
 def sim_stage_from(data: Any, store: str) -> SimStage:
     """The `[sim]` table, checked before the night starts."""
+    from harness.options import parse_rates
     from harness.registry import build_test
-    from harness.sim_search_cli import parse_rates
 
     if not isinstance(data, dict):
         raise UsageError(f"nightly [sim] must be a table, not {type(data).__name__}")
@@ -145,7 +145,7 @@ def run_sim_stage(stage: SimStage, *, spark_master: str | None, say: Callable[[s
 
 def entries_of(cases: list[SimCase], stage: SimStage) -> list[Any]:
     """The stage's cases as the night's entries (one per mix; `kind` "sim")."""
-    from harness.nightly import Cell, Entry
+    from harness.night_cells import Cell, Entry
 
     return [Entry(Cell(c.base.workload, c.mix, "sim-search", stage.first_seed, c.base), c.outcome, c.run_dir,
                   c.seconds, c.anomalies, c.message, c.exit_code, kind="sim") for c in cases]
