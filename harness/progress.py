@@ -20,7 +20,6 @@ def live_progress(spec: Any, history: Any, nemesis: Any, clock: Callable[[], flo
         yield
         return
     console = Console(stderr=True)
-    stop = threading.Event()
     t0 = clock()
     if not console.is_terminal:  # a log file or a pipe: one line when the workload ends, not redraws
         try:
@@ -38,7 +37,16 @@ def live_progress(spec: Any, history: Any, nemesis: Any, clock: Callable[[], flo
         return (f"[bold]{spec.name}[/] seed {spec.seed}  {el:5.1f}s / {spec.time_limit:.0f}s  "
                 f"ok [green]{c['ok']}[/] fail [red]{c['fail']}[/] info [yellow]{c['info']}[/]  faults: {faults}")
 
-    with Live(line(), console=console, refresh_per_second=4, transient=False) as live:
+    with live_line(line, console):
+        yield
+
+
+@contextlib.contextmanager
+def live_line(line: Callable[[], str], console: Console | None = None) -> Iterator[None]:
+    """Redraws `line()` four times a second on the terminal while the block runs, and once at its
+    end: `chaos run`'s live line and sim-search's (`harness/fleet/progress.py`)."""
+    stop = threading.Event()
+    with Live(line(), console=console or Console(stderr=True), refresh_per_second=4, transient=False) as live:
         def tick() -> None:
             while not stop.wait(0.25):
                 live.update(line())

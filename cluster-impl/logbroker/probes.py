@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 #: name -> what dangerous state it marks (the README's table is generated from this)
@@ -171,6 +172,18 @@ def set_scope(scope: Callable[[], Counts | None] | None) -> Callable[[], Counts 
     global _scope
     before, _scope = _scope, scope
     return before
+
+
+@contextmanager
+def counting() -> Iterator[Counts]:
+    """The probes hit inside the block, counted apart (the scope installed before is put back): how
+    a test shows that its scenario takes a probe's path."""
+    got: Counts = {}
+    before = set_scope(lambda: got)
+    try:
+        yield got
+    finally:
+        set_scope(before)
 
 
 def process_counts() -> Counts:

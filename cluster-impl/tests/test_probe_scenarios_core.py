@@ -4,8 +4,7 @@ core: the coordinators' own tests' scenarios where they already act one out, els
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +20,6 @@ from logbroker.group.records import partition_for
 from logbroker.protocol.errors import Err
 from logbroker.replication.fetcher import FetcherSettings, ReplicaFetcher
 from logbroker.replication.truncation import TruncationSearch
-
-
-@contextmanager
-def counting() -> Iterator[dict[str, int]]:
-    got: dict[str, int] = {}
-    before = probes.set_scope(lambda: got)
-    try:
-        yield got
-    finally:
-        probes.set_scope(before)
 
 
 def _core(tmp: Path, clock: ManualClock) -> Any:
@@ -161,6 +150,6 @@ SCENARIOS: dict[str, Callable[[Path], None]] = {
 
 @pytest.mark.parametrize("probe", sorted(SCENARIOS))
 def test_a_scenario_hits_the_probe(probe: str, tmp_path: Path) -> None:
-    with counting() as got:
+    with probes.counting() as got:
         SCENARIOS[probe](tmp_path)
     assert got.get(probe, 0) > 0, sorted(got)

@@ -4,13 +4,11 @@
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from rich.console import Console
-from rich.live import Live
+from harness.progress import live_line
 
 
 @dataclass
@@ -51,17 +49,5 @@ def live_search(progress: SearchProgress, enabled: bool = True) -> Iterator[None
     if not enabled:
         yield
         return
-    stop = threading.Event()
-    with Live(progress.line(), console=Console(stderr=True), refresh_per_second=4, transient=False) as live:
-        def tick() -> None:
-            while not stop.wait(0.25):
-                live.update(progress.line())
-
-        t = threading.Thread(target=tick, daemon=True)
-        t.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            t.join(2)
-            live.update(progress.line())
+    with live_line(progress.line):
+        yield

@@ -7,8 +7,7 @@ below a diverged epoch). `tests/sim/test_sim_probes.py` shows the rest on the si
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,17 +22,6 @@ from logbroker.offload import inline
 from logbroker.replication import decisions as rules
 from logbroker.replication.truncation import TruncationSearch
 from memstore import MemoryStore
-
-
-@contextmanager
-def counting() -> Iterator[dict[str, int]]:
-    """The probes hit inside the block (whatever scope was installed before is put back)."""
-    got: dict[str, int] = {}
-    before = probes.set_scope(lambda: got)
-    try:
-        yield got
-    finally:
-        probes.set_scope(before)
 
 
 def _cluster(state: PartitionState, *, unclean: bool = False, replicas: tuple[int, ...] = (1, 2, 3)
@@ -166,6 +154,6 @@ PROCESS_SCENARIOS: dict[str, Callable[[], None]] = {
 
 @pytest.mark.parametrize("probe", sorted(PROCESS_SCENARIOS))
 def test_a_scenario_hits_the_probe(probe: str) -> None:
-    with counting() as got:
+    with probes.counting() as got:
         PROCESS_SCENARIOS[probe]()
     assert got.get(probe, 0) > 0, sorted(got)
