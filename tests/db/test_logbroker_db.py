@@ -56,7 +56,10 @@ def test_deploy_produce_pause_kill_restart_dump_teardown(docker_cluster) -> None
         assert db.broker_pid(n3) not in (None, pid)
 
         dumps = db.dump_replicas(nodes[0])
-        assert set(dumps) == {"chaos-0.jsonl", "chaos-1.jsonl"}
+        assert set(dumps) == {"chaos-0.jsonl", "chaos-1.jsonl", "probes.json"}
+        probes = json.loads(dumps["probes.json"])  # the coverage probes its broker process wrote on the node
+        assert probes["processes"] >= 1 and len(probes["probes"]) >= 40
+        assert all(name in probes["probes"] and n > 0 for name, n in probes["counts"].items())
         lines = [json.loads(x) for x in dumps["chaos-0.jsonl"].decode().splitlines()]
         assert "hw" in lines[0] and lines[0]["leo"] == 25
         assert [int(r["value"]) for r in lines[1:]] == list(range(0, 50, 2))
