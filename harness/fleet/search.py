@@ -134,6 +134,8 @@ def fleet_search(base: RunSpec, *, first_seed: int, budget_s: float, spark_maste
         out.seeds += 1
         out.sim_seconds += row["sim_seconds"]
         out.hosts.add(row["host"])
+        for p in row.get("probes", {}):  # coverage, as the local search records it (seeds in order)
+            out.first_hit.setdefault(p, out.seeds)
         shown.seeds = out.seeds
         if on_seed is not None:
             on_seed(row)

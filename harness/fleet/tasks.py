@@ -92,7 +92,8 @@ def run_task(task: SeedTask, cfg: TaskConfig) -> dict[str, Any]:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return {"key": task.key, "seed": sim.seed, "screened": sim.screened, "sim_seconds": sim.sim_seconds,
-            "wall_s": sim.wall_s, "faults": sim.faults, "run_dir": run_dir, "kept": kept, "host": socket.gethostname()}
+            "wall_s": sim.wall_s, "faults": sim.faults, "run_dir": run_dir, "kept": kept, "host": socket.gethostname(),
+            "probes": sim.probes}
 
 
 def run_partition(tasks: Iterable[SeedTask], cfg: TaskConfig) -> Iterator[dict[str, Any]]:

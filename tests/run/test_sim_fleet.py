@@ -52,6 +52,7 @@ def test_spark_tasks_give_the_verdicts_of_jobs(tmp_path: Path, by_jobs: dict[int
     verdicts, err = _verdicts(tmp_path, "--spark-master", "local[2]")
     assert verdicts == by_jobs
     assert "0 retried task result(s) dropped" in err, err[-2000:]
+    assert "coverage: 0 probes hit" not in err and "probes hit" in err  # the executors' probe counts came back
     kept = sorted(p.name for p in (tmp_path / "store" / "sim-fleet").glob("*/seed-*"))
     assert kept == sorted(f"seed-{s}" for s, bad in by_jobs.items() if bad)  # failing seeds' runs, once each
     for d in (tmp_path / "store" / "sim-fleet").glob("*/seed-*"):
