@@ -56,7 +56,6 @@ SIM_PROBES: dict[str, str] = {
     "leader-elected-sole-isr": "default-mix",
     "partition-offline-with-live-laggard": "lost-disk-in-isr",
     "produce-duplicate-batch": "default-mix",
-    "produce-isr-shrank-after-append": "min-insync-3-lagging",
     "produce-out-of-order-sequence": "subscribe-mix",
     "produce-refused-not-enough-replicas": "default-mix",
     "produce-timed-out-in-purgatory": "default-mix",
@@ -70,13 +69,26 @@ SIM_PROBES: dict[str, str] = {
 }
 
 
+#: probes no scenario reaches yet, each with why: a debt the coverage report shows as "never hit"
+WITHOUT_SCENARIO: dict[str, str] = {
+    "produce-isr-shrank-after-append":
+        "since the strict min ISR rule (KAFKA-15583) HW does not advance under min.insync.replicas, so only a "
+        "produce request spanning several partitions, one of whose ISR shrank after its HW passed the batch "
+        "while another partition still waited, answers NOT_ENOUGH_REPLICAS_AFTER_APPEND; no scenario builds one",
+}
+#: the transaction run's seed: its coordinator is cut off while markers are pending, and a marker's
+#: leader changes (seed 1 hit `txn-marker-leader-lost` only through a same-leader epoch bump, which
+#: no longer loses a marker: core/txn_markers.py)
+TXN_SEED = 11
+
+
 @cache
 def hits(scenario: str, tmp: Path) -> dict[str, int]:
     """The probes a scenario hit, summed over its nodes' probes.json (simulated once per session)."""
     how = SCENARIOS[scenario]
     if how == "txn":
         out = tmp / scenario
-        txn_run(1, out, txns=25, isolate=True)
+        txn_run(TXN_SEED, out, txns=25, isolate=True)
         files = out.glob("replicas/*/probes.json")
     else:
         assert isinstance(how, dict)
@@ -112,4 +124,5 @@ def _scenarios_of(path: Path, name: str) -> set[str]:
 def test_every_probe_has_a_scenario() -> None:
     shown = set(SIM_PROBES) | _scenarios_of(TESTS / "unit" / "test_probe_scenarios.py", "PROCESS_SCENARIOS") \
         | _scenarios_of(TESTS / "test_probe_scenarios_core.py", "SCENARIOS")
-    assert sorted(set(probes.PROBES) - shown) == []
+    assert sorted(set(probes.PROBES) - shown - set(WITHOUT_SCENARIO)) == []
+    assert not shown & set(WITHOUT_SCENARIO), "a probe with a scenario is no longer a debt"
