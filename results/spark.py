@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -168,7 +169,10 @@ def get_spark(master: str | None = None, expected_bytes: int | None = None, log_
         check_master(want)
         check_java()
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", "python3"))
+        # executors run this very Python (the venv with our packages); "python3" from PATH was another
+        # interpreter, and since the variable is inherited, every child process (a sim-search on
+        # Spark started from a process that had checked before) sent its tasks there
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         import pyspark
         from pyspark import SparkContext
         from pyspark.sql import SparkSession

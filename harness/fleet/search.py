@@ -50,7 +50,12 @@ def fleet_spark(master: str | None) -> Any:
     """The process's Spark session, with executors running this very Python (local[*] shares the
     driver's venv; a standalone cluster's workers must have the same venv at the same path, or
     PYSPARK_PYTHON/spark.pyspark.python naming theirs)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if master is None or master.startswith("local"):
+        # local executors are this machine: only this venv's Python can import the project (an inherited
+        # PYSPARK_PYTHON=python3 sent the tasks to an interpreter without our packages)
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    else:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from results.spark import get_spark
 
     return get_spark(master)

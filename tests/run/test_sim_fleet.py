@@ -49,7 +49,9 @@ def by_jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, int
 @pytest.mark.spark
 @pytest.mark.slow
 def test_spark_tasks_give_the_verdicts_of_jobs(tmp_path: Path, by_jobs: dict[int, dict[str, int]]) -> None:
-    verdicts, err = _verdicts(tmp_path, "--spark-master", "local[2]")
+    # an inherited PYSPARK_PYTHON naming another interpreter (CI's pytest process had set one) must not
+    # send a local executor's tasks to a Python without the project
+    verdicts, err = _verdicts(tmp_path, "--spark-master", "local[2]", env={"PYSPARK_PYTHON": "python3"})
     assert verdicts == by_jobs
     assert "0 retried task result(s) dropped" in err, err[-2000:]
     assert "coverage: 0 probes hit" not in err and "probes hit" in err  # the executors' probe counts came back
