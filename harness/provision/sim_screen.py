@@ -30,7 +30,7 @@ def screen(run_dir: Path, *, idempotent: bool = True) -> dict[str, int]:
     max_read: dict[int, int] = {}
     read_values: set[int] = set()
     times_read: Counter[tuple[int, int]] = Counter()  # (key, value) -> reads: G1a once every fail is known
-    drained = False
+    drain_ops, drain_gave_up = 0, False  # complete only if it ran and no op of it ended other than ok
     out: dict[str, int] = defaultdict(int)
     for op in read_ops(run_dir / "history.jsonl"):
         if not op.is_client:
@@ -38,8 +38,9 @@ def screen(run_dir: Path, *, idempotent: bool = True) -> dict[str, int]:
         if op.type is OpType.INVOKE:
             sent.update(w.value for w in writes(op))
             continue
-        if op.final and op.type is OpType.OK:
-            drained = True
+        if op.final:
+            drain_ops += 1
+            drain_gave_up |= op.type is not OpType.OK
         if op.type is OpType.FAIL:
             failed.update((w.key, w.value) for w in writes(op))
         if op.type is OpType.OK:
@@ -59,6 +60,7 @@ def screen(run_dir: Path, *, idempotent: bool = True) -> dict[str, int]:
             out["inconsistent-offsets"] += 1
         out["unexpected"] += len(values - sent)
     out["G1a"] += sum(times_read[kv] for kv in failed)
+    drained = drain_ops > 0 and not drain_gave_up
     for (key, offset), value in acked.items():
         if value in read_values:
             continue
