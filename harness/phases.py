@@ -23,7 +23,7 @@ from harness.pool import WorkerPool
 from harness.progress import live_progress
 from harness.runtime import ThreadRuntime
 from harness.signals import shielded
-from kernel.db import DB, Cluster, HasLogFiles, HasReplicaDumps
+from kernel.db import DB, Cluster, HasLeaderViews, HasLogFiles, HasReplicaDumps
 from kernel.errors import ChaosError
 from kernel.history import HistoryWriter
 from kernel.nemesis import NemesisContext, PlannedFault
@@ -212,9 +212,20 @@ def wait_recovered(db: DB, topic: str, partitions: int, replication_factor: int,
         rt.pass_time(poll_s)
 
 
-def drained(pool: WorkerPool, rec: RunRecord) -> bool:
+def drained(pool: WorkerPool, db: DB, topic: str, rec: RunRecord) -> bool:
+    """The final generator; when it gives up, what each broker tells clients about the topic's
+    leaders goes beside the run (test.json `drain_gave_up`) and into the log: a drain that stops
+    short leaves acknowledged records unlooked-for (the verdict is then unknown), and the usual
+    cause is a client sent to a broker that does not lead."""
     rec.enter("drain")
-    return pool.drain().complete
+    outcome = pool.drain()
+    if not outcome.complete and isinstance(db, HasLeaderViews):
+        views = {node: got if isinstance(got, str) else {str(p): v.to_json() for p, v in got.items()}
+                 for node, got in db.leader_views(topic).items()}
+        log.warning("the drain gave up after %d ops; the leaders each broker names for %s: %s", outcome.ops, topic,
+                    "; ".join(f"{node}: {v}" for node, v in views.items()))
+        rec.rd.write_meta(drain_gave_up={"ops": outcome.ops, "leader_views": views})
+    return outcome.complete
 
 
 def collected(cluster: Cluster, db: DB, rec: RunRecord) -> None:

@@ -160,6 +160,29 @@ class LeaderEnd:
     leader_epoch: int
 
 
+@dataclass(frozen=True)
+class LeaderView:
+    """One broker's Metadata answer for one partition: the leader it sends clients to (-1: none), that
+    leader's epoch, and the partition's error code."""
+
+    leader: int
+    epoch: int
+    error: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {"leader": self.leader, "epoch": self.epoch, **({"error": self.error} if self.error else {})}
+
+
+@runtime_checkable
+class HasLeaderViews(Protocol):
+    """Can ask every broker which leader it names to clients. Clients follow those answers, not the
+    controller's word in ZooKeeper; when a drain gives up on NOT_LEADER, this says who sent it there."""
+
+    def leader_views(self, topic: str) -> dict[str, dict[int, LeaderView] | str]:
+        """Node name -> partition -> its view; a one-line reason for a broker that did not answer."""
+        ...
+
+
 @runtime_checkable
 class Recovering(ClusterView, Protocol):
     """What the recovery predicate reads, beyond the metadata."""

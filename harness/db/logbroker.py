@@ -27,11 +27,12 @@ from typing import Any
 from harness.db import zk_layout as zkp
 from harness.db import zookeeper
 from harness.db.iptables import IptablesNet
+from harness.db.metadata_views import leader_views
 from harness.db.offsets import leader_ends
 from harness.db.settings import BrokerSettings
 from kernel import layout
 from kernel.capabilities import Cut
-from kernel.db import Cluster, LeaderEnd, PartitionState, recovered
+from kernel.db import Cluster, LeaderEnd, LeaderView, PartitionState, recovered
 from kernel.errors import ChaosError, ProvisionError, RemoteError, UsageError
 from kernel.node import Node
 from kernel.remote import Remote
@@ -202,6 +203,10 @@ class LogbrokerDB:
             node = next(n for n in self.nodes if n.name == name)
             out.update(leader_ends(self.client_address(node), self.broker_id(node), topic, keys))
         return out
+
+    def leader_views(self, topic: str) -> dict[str, dict[int, LeaderView] | str]:
+        """Each broker's Metadata answer (`kernel.db.HasLeaderViews`)."""
+        return {n.name: leader_views(self.client_address(n), topic) for n in self.nodes}
 
     def _registrations(self, timeout: float = 3.0) -> dict[int, int] | None:
         """Broker id -> the czxid of its current registration under /brokers/ids; None when ZooKeeper

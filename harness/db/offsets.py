@@ -26,12 +26,12 @@ def _ask(sock: socket.socket, corr: int, replica_id: int, topic: str, keys: list
                                              for k in keys])])
     req.with_header(correlation_id=corr, client_id="chaos-recovery")
     sock.sendall(bytes(req.encode(header=True, framed=True)))
-    size = struct.unpack(">i", _exact(sock, 4))[0]
-    resp = ListOffsetsResponse.decode(_exact(sock, size), version=4, header=True)
+    size = struct.unpack(">i", exact(sock, 4))[0]
+    resp = ListOffsetsResponse.decode(exact(sock, size), version=4, header=True)
     return {int(p.partition_index): p for tp in resp.topics for p in tp.partitions if p.error_code == 0}
 
 
-def _exact(sock: socket.socket, n: int) -> bytes:
+def exact(sock: socket.socket, n: int) -> bytes:
     buf = b""
     while len(buf) < n:
         chunk = sock.recv(n - len(buf))

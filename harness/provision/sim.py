@@ -31,7 +31,7 @@ from logsim.txn_client import SimTxnProducer
 
 from kernel import layout
 from kernel.capabilities import Cut
-from kernel.db import Cluster, LeaderEnd, PartitionState, recovered
+from kernel.db import Cluster, LeaderEnd, LeaderView, PartitionState, recovered
 from kernel.node import Node, node_names
 from kernel.rng import rng as seeded
 from kernel.spec import RunSpec
@@ -141,6 +141,17 @@ class SimDB:
             got = self.sim.leader_end(topic, p)
             if got is not None:
                 out[p] = LeaderEnd(*got)
+        return out
+
+    def leader_views(self, topic: str) -> dict[str, dict[int, LeaderView] | str]:
+        """Each simulated broker's metadata cache, as its Metadata answer would give it."""
+        out: dict[str, dict[int, LeaderView] | str] = {}
+        for name, n in self.sim.nodes.items():
+            if n.core is None or n.paused:
+                out[name] = "no answer (down or paused)"
+                continue
+            parts = n.core.metadata.topics.get(topic, {})
+            out[name] = {p: LeaderView(m.leader, m.leader_epoch) for p, m in sorted(parts.items())}
         return out
 
     # --- Killable, Pausable, Disk ----------------------------------------------------------------
