@@ -49,6 +49,12 @@ PROBES: dict[str, str] = {
     "stale-controller-epoch-order":
         "a LeaderAndIsr/StopReplica from an older controller epoch arrives (a zombie controller)",
     "stale-leader-epoch-order": "a LeaderAndIsr/StopReplica carries an older leader epoch than the replica's",
+    "controller-request-stale-broker-epoch":
+        "a controller request addressed to an earlier registration of this broker arrives late (KIP-380)",
+    "update-metadata-out-of-order":
+        "an UpdateMetadata older than the one already applied arrives (a cut connection's retransmission)",
+    "leader-and-isr-stale-isr-version":
+        "a same-epoch LeaderAndIsr carries an ISR older than the one the replica has (a late delivery)",
     "offsets-for-epoch-fenced":
         "OffsetForLeaderEpoch names a leader epoch other than the leader's (an old or a future leader)",
     "fetch-fenced-leader-epoch":

@@ -13,6 +13,7 @@ controller exists, and this one steps down.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
@@ -58,6 +59,7 @@ class Controller:
         self.lock = asyncio.Lock()
         self.ops = Operations(self)
         self.channels = BrokerChannels(send)
+        self._metadata_seq = itertools.count(1)  # orders this controller's UpdateMetadata snapshots
         self._timers: list[asyncio.Task[None]] = []
         self._watches: dict[str, Watch] = {}
 
@@ -298,9 +300,9 @@ class Controller:
             parts = [self.partition_msg(t, p, st.partitions[(t, p)]) for t, p in keys
                      if (t, p) in st.partitions and b in st.partitions[(t, p)].replicas]
             if parts or full:
-                self.channels.enqueue(b, {"type": "leader_and_isr", "controller_id": self.broker_id,
-                                          "controller_epoch": st.epoch, "init": init, "full": full,
-                                          "partitions": parts, "brokers": self._brokers_msg()})
+                self._tell(b, {"type": "leader_and_isr", "controller_id": self.broker_id,
+                               "controller_epoch": st.epoch, "init": init, "full": full,
+                               "partitions": parts, "brokers": self._brokers_msg()})
         self.update_metadata()
 
     def update_metadata(self) -> None:
@@ -309,9 +311,23 @@ class Controller:
         st = self.state
         msg = {"type": "update_metadata", "controller_id": self.broker_id, "controller_epoch": st.epoch,
                "brokers": self._brokers_msg(), "topic_configs": st.topic_configs,
-               "partitions": [self.partition_msg(t, p, i) for (t, p), i in st.partitions.items()]}
+               "partitions": [self.partition_msg(t, p, i) for (t, p), i in st.partitions.items()],
+               "seq": next(self._metadata_seq)}
         for b in sorted(st.brokers):
-            self.channels.enqueue(b, msg)
+            self._tell(b, msg)
+
+    def _tell(self, b: int, msg: dict[str, Any]) -> None:
+        """Queue `msg` for broker `b`, addressed to its current registration (KIP-380's broker epoch).
+
+        Why: a request can reach a broker long after it was sent. The channel closes a connection whose
+        call timed out, but the kernel keeps retransmitting what was already written; a broker cut off
+        for 14 s and registered again received, seconds after the controller's fresh UpdateMetadata,
+        one queued during the cut that still named it leader. Clients bootstrapping there were sent
+        back to it for a minute of NOT_LEADER (a container run's drain gave up). The broker refuses a
+        request addressed to an earlier registration, and an UpdateMetadata older (by `seq`) than the
+        one it applied."""
+        assert self.state is not None
+        self.channels.enqueue(b, {**msg, "broker_epoch": self.state.brokers[b][2]})
 
     def stop_replicas(self, targets: dict[int, list[Key]], *, delete: bool) -> None:
         """Seed 003 C StopReplica: stop fetching and serving these replicas, and delete their logs
@@ -327,8 +343,8 @@ class Controller:
             parts = [{"topic": t, "partition": p,
                       "leader_epoch": st.partitions[(t, p)].state.leader_epoch if (t, p) in st.partitions else -1}
                      for t, p in keys]
-            self.channels.enqueue(b, {"type": "stop_replica", "controller_id": self.broker_id,
-                                      "controller_epoch": st.epoch, "delete": delete, "partitions": parts})
+            self._tell(b, {"type": "stop_replica", "controller_id": self.broker_id,
+                           "controller_epoch": st.epoch, "delete": delete, "partitions": parts})
 
     # --- topic configs and deletion (admin APIs) ------------------------------------------------
     async def set_topic_configs(self, changes: dict[str, dict[str, str]]) -> dict[str, tuple[Err, str | None]]:

@@ -34,6 +34,7 @@ from logbroker.protocol.errors import Err
 
 _STALE_CONTROLLER = probe("stale-controller-epoch-order")
 _STALE_LEADER_EPOCH = probe("stale-leader-epoch-order")
+_STALE_ISR_VERSION = probe("leader-and-isr-stale-isr-version")
 _EPOCH_FENCED = probe("offsets-for-epoch-fenced")
 _ISR_EXPAND = probe("isr-expand-proposed")
 _ISR_SHRINK = probe("isr-shrink-proposed")
@@ -189,8 +190,14 @@ def leader_and_isr(state: ReplicaState, local: Mapping[TopicPartition, Local], b
         if epoch < cur.leader_epoch and not state.stale_accepted():
             results.append(_partition_result(tp, int(Err.FENCED_LEADER_EPOCH)))
             continue
+        same_epoch = epoch == cur.leader_epoch and cur.role is not Role.NONE and not body.get("init")
+        if same_epoch and int(m["zk_version"]) < zk.get(tp, -1):
+            # a late delivery (see the controller's `_tell`): its ISR is older than the one we hold
+            _STALE_ISR_VERSION()
+            results.append(_partition_result(tp, 0))
+            continue
         zk[tp] = int(m["zk_version"])
-        if epoch == cur.leader_epoch and cur.role is not Role.NONE and not body.get("init"):
+        if same_epoch:
             # same epoch: only the ISR/version may have moved (AlterIsr committed)
             effects.append(SetIsr(tp, tuple(m["isr"])))
         elif int(m["leader"]) == state.broker_id:

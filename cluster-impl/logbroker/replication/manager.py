@@ -70,6 +70,10 @@ _BELOW_MIN_WAITING = probe("isr-below-min-insync-with-produce-waiting")
 _NO_CONTROLLER = probe("alter-isr-controller-unavailable")
 _MOOT = probe("alter-isr-moot")
 _NO_DATA = probe("broker-starts-without-its-data")
+_STALE_BROKER_EPOCH = probe("controller-request-stale-broker-epoch")
+_METADATA_OUT_OF_ORDER = probe("update-metadata-out-of-order")
+#: controller -> broker requests that are addressed to one registration of the broker (KIP-380)
+_ADDRESSED = ("leader_and_isr", "update_metadata", "stop_replica")
 META_FILE = "meta.properties"  # Kafka's name for the file that says whose log directory this is
 STALE_CONTROLLER_EPOCH = rules.STALE_CONTROLLER_EPOCH
 KAFKA_REQUEST_TIMEOUT_S = 30.0  # request.timeout.ms, for Kafka requests to peers
@@ -104,6 +108,8 @@ class ReplicaManager:
             offload=offload)
         self.admin = ControllerAdmin(core, self.controller)
         self.broker_epoch = -1
+        #: (controller epoch, seq) of the UpdateMetadata applied last: an older one arriving late is moot
+        self._metadata_applied = (-1, 0)
         self.lost_data = ""  # this process's incarnation, when it found its log directory without our meta file
         self.state = ReplicaState(self.bid, frozenset(self.bugs))
         self.fetchers = FetcherPool(core, self._endpoint, FetcherSettings(
@@ -242,6 +248,11 @@ class ReplicaManager:
     # --- internal requests ---------------------------------------------------------------------
     async def handle_internal(self, body: dict[str, Any]) -> dict[str, Any]:
         kind = body["type"]
+        if kind in _ADDRESSED and -1 < int(body.get("broker_epoch", -1)) < self.broker_epoch:  # -1: unaddressed
+            _STALE_BROKER_EPOCH()
+            log.warning("ignoring %s addressed to an earlier registration of this broker (epoch %s < %d)", kind,
+                        body.get("broker_epoch"), self.broker_epoch)
+            return {"error": int(Err.STALE_BROKER_EPOCH)}
         if kind == "leader_and_isr":
             return self.leader_and_isr(body)
         if kind == "update_metadata":
@@ -263,6 +274,13 @@ class ReplicaManager:
             log.warning("ignoring UpdateMetadata from a stale controller (epoch %s < %d)",
                         body["controller_epoch"], self.state.controller_epoch)
             return {"error": STALE_CONTROLLER_EPOCH}
+        order = (int(body["controller_epoch"]), int(body.get("seq", 0)))
+        if "seq" in body and order < self._metadata_applied:  # a whole snapshot older than the one we hold: keep ours
+            _METADATA_OUT_OF_ORDER()
+            log.warning("ignoring an UpdateMetadata older than the one applied (%s < %s)", order,
+                        self._metadata_applied)
+            return {"error": 0}
+        self._metadata_applied = order
         self.core.metadata.controller_id = int(body["controller_id"])
         self.core.metadata.brokers = {int(b["id"]): BrokerEndpoint(int(b["id"]), b["host"], int(b["port"]))
                                       for b in body["brokers"]}

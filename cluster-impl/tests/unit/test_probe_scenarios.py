@@ -7,7 +7,9 @@ below a diverged epoch). `tests/sim/test_sim_probes.py` shows the rest on the si
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +24,7 @@ from logbroker.offload import inline
 from logbroker.replication import decisions as rules
 from logbroker.replication.truncation import TruncationSearch
 from memstore import MemoryStore
+from test_replica_runner import late_controller_requests
 
 
 def _cluster(state: PartitionState, *, unclean: bool = False, replicas: tuple[int, ...] = (1, 2, 3)
@@ -131,7 +134,15 @@ def offsets_for_an_old_epoch() -> None:
     assert rules.fenced_epoch(rules.ReplicaState(1, frozenset()), 3, 5) == Err.FENCED_LEADER_EPOCH
 
 
+def late_requests() -> None:
+    with tempfile.TemporaryDirectory() as d:
+        late_controller_requests(Path(d))
+
+
 PROCESS_SCENARIOS: dict[str, Callable[[], None]] = {
+    "controller-request-stale-broker-epoch": late_requests,
+    "update-metadata-out-of-order": late_requests,
+    "leader-and-isr-stale-isr-version": late_requests,
     "offsets-for-epoch-fenced": offsets_for_an_old_epoch,
     "stale-controller-epoch-order": stale_controller_epoch_order,
     "truncation-leader-knows-no-epoch": leader_knows_none_of_our_epochs,

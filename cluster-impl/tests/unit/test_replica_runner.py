@@ -74,3 +74,48 @@ def test_one_broker_cluster_on_a_memory_store(tmp_path: Path) -> None:
     asyncio.run(run())
     assert "start" in store.calls and "stop" in store.calls
     assert threads and set(threads) == {threading.main_thread().name}  # every store call stayed on the loop
+
+
+def late_controller_requests(tmp_path: Path) -> None:
+    """Controller requests that arrive late — queued into a connection the controller closed when a
+    cut broker stopped answering, and retransmitted by the kernel after the heal — never undo what the
+    broker was told since: one addressed to an earlier registration is refused (KIP-380's broker
+    epoch), an UpdateMetadata older than the applied one is moot, and a same-epoch LeaderAndIsr with
+    an older ISR version leaves the ISR alone. (A container run's drain heard NOT_LEADER for a minute
+    from a broker that had applied such a snapshot naming itself leader.)"""
+
+    async def run() -> None:
+        store = MemoryStore()
+        core = _core(tmp_path)
+        rm = ReplicaManager(core, store, inline)
+        core.replication = rm
+        await rm.start_async()
+        assert rm.create_topic("t", 1, 1, {}) is Err.NONE
+        tp = TopicPartition("t", 0)
+        await _until(lambda: tp in core.partitions and core.partitions[tp].role is Role.LEADER
+                     and "t" in core.metadata.topics)
+        p = core.partitions[tp]
+        epoch, ce = rm.broker_epoch, rm.state.controller_epoch
+        now = core.metadata.topics["t"][0]
+        stale = {"type": "update_metadata", "controller_id": 1, "controller_epoch": ce, "brokers": [],
+                 "partitions": [{"topic": "t", "partition": 0, "leader": 7, "leader_epoch": 0, "replicas": [7],
+                                 "isr": [7]}]}
+        assert await rm.handle_internal({**stale, "broker_epoch": epoch - 1, "seq": 10**6}) == {
+            "error": int(Err.STALE_BROKER_EPOCH)}
+        assert core.metadata.topics["t"][0] == now
+        assert await rm.handle_internal({**stale, "broker_epoch": epoch, "seq": 0}) == {"error": 0}
+        assert core.metadata.topics["t"][0] == now, "an older snapshot replaced a newer one"
+        isr_version = rm.state.zk_versions[tp]
+        old_isr = {"type": "leader_and_isr", "controller_id": 1, "controller_epoch": ce, "broker_epoch": epoch,
+                   "partitions": [{"topic": "t", "partition": 0, "leader": 1, "leader_epoch": p.leader_epoch,
+                                   "isr": [1, 7], "replicas": [1], "zk_version": isr_version - 1}]}
+        await rm.handle_internal(old_isr)
+        assert p.isr == [1] and rm.state.zk_versions[tp] == isr_version
+        await rm.stop_async()
+        core.close()
+
+    asyncio.run(run())
+
+
+def test_late_controller_requests_change_nothing(tmp_path: Path) -> None:
+    late_controller_requests(tmp_path)
