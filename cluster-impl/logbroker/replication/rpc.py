@@ -12,7 +12,9 @@ for the same reason, and an answer that does not decode is a connection error, n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+import socket
 import struct
 from typing import Any
 
@@ -39,8 +41,17 @@ class PeerConnection:
         return self._rw
 
     def close(self) -> None:
+        """Abandon the connection with a reset: what the kernel still holds of a request we gave up on
+        is discarded, never delivered. A graceful close keeps retransmitting it, and a broker cut off
+        for 14 s received a controller request the kernel had kept since the cut, seconds after the
+        newer ones (see the controller's `_tell` for what the broker also refuses)."""
         if self._rw is not None:
-            self._rw[1].close()
+            w = self._rw[1]
+            sock = w.get_extra_info("socket")
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            w.close()
             self._rw = None
 
     async def _roundtrip(self, data: bytes, timeout: float) -> bytes:
