@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.hanging import hanging_transactions
 from harness.pool import WorkerPool
 from harness.progress import live_progress
 from harness.runtime import ThreadRuntime
 from harness.signals import shielded
-from kernel.db import DB, Cluster, HasLeaderViews, HasLogFiles, HasReplicaDumps
+from kernel.db import DB, Cluster, HasLeaderViews, HasLogFiles, HasReplicaDumps, HasStableEnds
 from kernel.errors import ChaosError
 from kernel.history import HistoryWriter
 from kernel.nemesis import NemesisContext, PlannedFault
@@ -212,13 +213,22 @@ def wait_recovered(db: DB, topic: str, partitions: int, replication_factor: int,
         rt.pass_time(poll_s)
 
 
-def drained(pool: WorkerPool, db: DB, topic: str, rec: RunRecord) -> bool:
-    """The final generator; when it gives up, what each broker tells clients about the topic's
+def drained(test: Test, pool: WorkerPool, db: DB, rec: RunRecord) -> bool:
+    """The final generator; then whether a transaction hangs (`harness.hanging`, test.json
+    `hanging_transactions`). When the drain gives up, what each broker tells clients about the topic's
     leaders goes beside the run (test.json `drain_gave_up`) and into the log: a drain that stops
     short leaves acknowledged records unlooked-for (the verdict is then unknown), and the usual
     cause is a client sent to a broker that does not lead."""
     rec.enter("drain")
+    topic = test.spec.topic
     outcome = pool.drain()
+    if isinstance(db, HasStableEnds):
+        stuck = hanging_transactions(db, topic, test.spec.partitions, test.runtime)
+        if stuck:
+            log.warning("transactions hang on %s: %s", topic,
+                        ", ".join(f"partition {p} LSO {e.lso} < HW {e.hw}" for p, e in sorted(stuck.items())))
+            rec.rd.write_meta(hanging_transactions={str(p): {"lso": e.lso, "hw": e.hw}
+                                                    for p, e in sorted(stuck.items())})
     if not outcome.complete and isinstance(db, HasLeaderViews):
         views = {node: got if isinstance(got, str) else {str(p): v.to_json() for p, v in got.items()}
                  for node, got in db.leader_views(topic).items()}

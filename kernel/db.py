@@ -183,6 +183,26 @@ class HasLeaderViews(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class StableEnd:
+    """A partition's last stable offset (what read_committed consumers may read up to) and high
+    watermark, as its leader reports them. LSO < HW means a transaction is still open there."""
+
+    lso: int
+    hw: int
+
+
+@runtime_checkable
+class HasStableEnds(Protocol):
+    """Can ask each partition's leader for its LSO and HW. After every fault is healed and every
+    transaction has had its timeout to end, an LSO still below the HW is a hanging transaction
+    (KIP-664): read_committed consumers stall there for good."""
+
+    def stable_ends(self, topic: str, partitions: int) -> dict[int, StableEnd]:
+        """Partition -> its ends, for the partitions whose leader answered."""
+        ...
+
+
 @runtime_checkable
 class Recovering(ClusterView, Protocol):
     """What the recovery predicate reads, beyond the metadata."""

@@ -39,6 +39,7 @@ from kernel.errors import (
 from kernel.history import HistoryScan, read_ops
 from kernel.history.columns import ColumnFiles, ColumnWriter
 from results.coverage import bugs_of, read_coverage, verdict_note
+from results.hanging import hanging_anomalies
 
 log = logging.getLogger(__name__)
 EXAMPLES = 8
@@ -61,6 +62,7 @@ ALWAYS_BAD = [
     "lost-commit",
     "precommitted-read",
     "empty-transaction-graph",
+    "hanging-transaction",
 ]
 #: cycle anomalies that are bad only where the cycle needs no ww edge (`results.cycles`): G0 and
 #: G0-realtime never are
@@ -504,6 +506,7 @@ def _finish(r: _Run, batch: dict[int, Any]) -> CheckResult:
                              {}, r.dest, _rounded(r.timings))
     else:
         found, crashed, perf_summary, elle = batch[id(r)]
+        found = {**found, **hanging_anomalies(r.files.test_json, EXAMPLES)}
         if "subscribe" in sub_via(r.files.test_json):
             found = {**found, **_commit_anomalies(r)}
         result = _verdict(r, found, crashed, perf_summary, elle)

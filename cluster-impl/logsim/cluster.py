@@ -191,6 +191,20 @@ class SimCluster:
             return None
         return part.hw, part.leo, part.leader_epoch
 
+    def stable_end(self, topic: str, p: int) -> tuple[int, int] | None:
+        """(last stable offset, high watermark) as the partition's leader holds them; None as for
+        `leader_end`."""
+        name = self.leader(topic, p)
+        node = self.nodes.get(name or "")
+        if node is None or node.core is None or node.paused:
+            return None
+        from logbroker.core.partition import TopicPartition
+
+        part = node.core.partitions.get(TopicPartition(topic, p))
+        if part is None or not part.is_leader():
+            return None
+        return part.lso, part.hw
+
     def live_brokers(self) -> list[int]:
         ids = self.zk.nodes.get(paths.BROKER_IDS)
         return sorted(int(c) for c in ids.children) if ids is not None else []

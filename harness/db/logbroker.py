@@ -28,11 +28,11 @@ from harness.db import zk_layout as zkp
 from harness.db import zookeeper
 from harness.db.iptables import IptablesNet
 from harness.db.metadata_views import leader_views
-from harness.db.offsets import leader_ends
+from harness.db.offsets import leader_ends, stable_ends
 from harness.db.settings import BrokerSettings
 from kernel import layout
 from kernel.capabilities import Cut
-from kernel.db import Cluster, LeaderEnd, LeaderView, PartitionState, recovered
+from kernel.db import Cluster, LeaderEnd, LeaderView, PartitionState, StableEnd, recovered
 from kernel.errors import ChaosError, ProvisionError, RemoteError, UsageError
 from kernel.node import Node
 from kernel.remote import Remote
@@ -193,16 +193,27 @@ class LogbrokerDB:
 
     def leader_ends(self, topic: str, partitions: int) -> dict[int, LeaderEnd]:
         """Asked of each partition's leader with ListOffsets (a replica's ListOffsets gets the log end)."""
+        out: dict[int, LeaderEnd] = {}
+        for name, keys in self._by_leader(topic, partitions).items():
+            node = next(n for n in self.nodes if n.name == name)
+            out.update(leader_ends(self.client_address(node), self.broker_id(node), topic, keys))
+        return out
+
+    def stable_ends(self, topic: str, partitions: int) -> dict[int, StableEnd]:
+        """Each partition's LSO and HW from its leader (`kernel.db.HasStableEnds`)."""
+        out: dict[int, StableEnd] = {}
+        for name, keys in self._by_leader(topic, partitions).items():
+            node = next(n for n in self.nodes if n.name == name)
+            out.update(stable_ends(self.client_address(node), topic, keys))
+        return out
+
+    def _by_leader(self, topic: str, partitions: int) -> dict[str, list[int]]:
         by_leader: dict[str, list[int]] = {}
         for p in range(partitions):
             leader = self.leader(topic, p)
             if leader is not None:
                 by_leader.setdefault(leader.name, []).append(p)
-        out: dict[int, LeaderEnd] = {}
-        for name, keys in by_leader.items():
-            node = next(n for n in self.nodes if n.name == name)
-            out.update(leader_ends(self.client_address(node), self.broker_id(node), topic, keys))
-        return out
+        return by_leader
 
     def leader_views(self, topic: str) -> dict[str, dict[int, LeaderView] | str]:
         """Each broker's Metadata answer (`kernel.db.HasLeaderViews`)."""

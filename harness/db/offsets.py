@@ -14,14 +14,16 @@ from typing import Any
 
 from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 
-from kernel.db import LeaderEnd
+from kernel.db import LeaderEnd, StableEnd
 
 LATEST = -1
+READ_COMMITTED = 1
 
 
-def _ask(sock: socket.socket, corr: int, replica_id: int, topic: str, keys: list[int]) -> dict[int, Any]:
+def _ask(sock: socket.socket, corr: int, replica_id: int, topic: str, keys: list[int], isolation_level: int = 0
+         ) -> dict[int, Any]:
     t = ListOffsetsRequest.ListOffsetsTopic
-    req = ListOffsetsRequest(version=4, replica_id=replica_id, isolation_level=0, topics=[
+    req = ListOffsetsRequest(version=4, replica_id=replica_id, isolation_level=isolation_level, topics=[
         t(version=4, name=topic, partitions=[t.ListOffsetsPartition(version=4, partition_index=k, timestamp=LATEST)
                                              for k in keys])])
     req.with_header(correlation_id=corr, client_id="chaos-recovery")
@@ -53,3 +55,15 @@ def leader_ends(address: str, broker_id: int, topic: str, keys: list[int], timeo
         return {}
     return {k: LeaderEnd(int(hws[k].offset), int(leos[k].offset), int(hws[k].leader_epoch))
             for k in keys if k in hws and k in leos}
+
+
+def stable_ends(address: str, topic: str, keys: list[int], timeout_s: float = 3.0) -> dict[int, StableEnd]:
+    """LSO (ListOffsets read_committed) and HW of those of `keys` the broker at `address` leads."""
+    host, port = address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
+            lsos = _ask(sock, 1, -1, topic, keys, READ_COMMITTED)
+            hws = _ask(sock, 2, -1, topic, keys)
+    except (OSError, ValueError, struct.error):
+        return {}
+    return {k: StableEnd(int(lsos[k].offset), int(hws[k].offset)) for k in keys if k in lsos and k in hws}

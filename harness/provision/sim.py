@@ -31,7 +31,7 @@ from logsim.txn_client import SimTxnProducer
 
 from kernel import layout
 from kernel.capabilities import Cut
-from kernel.db import Cluster, LeaderEnd, LeaderView, PartitionState, recovered
+from kernel.db import Cluster, LeaderEnd, LeaderView, PartitionState, StableEnd, recovered
 from kernel.node import Node, node_names
 from kernel.rng import rng as seeded
 from kernel.spec import RunSpec
@@ -141,6 +141,15 @@ class SimDB:
             got = self.sim.leader_end(topic, p)
             if got is not None:
                 out[p] = LeaderEnd(*got)
+        return out
+
+    def stable_ends(self, topic: str, partitions: int) -> dict[int, StableEnd]:
+        """Each partition's LSO and HW as its simulated leader holds them."""
+        out = {}
+        for p in range(partitions):
+            got = self.sim.stable_end(topic, p)
+            if got is not None:
+                out[p] = StableEnd(*got)
         return out
 
     def leader_views(self, topic: str) -> dict[str, dict[int, LeaderView] | str]:

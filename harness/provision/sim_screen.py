@@ -4,7 +4,8 @@
 simulation. The screen reads the history through the kernel's one reader and the replica dumps, and
 names what it finds, by the checks' names and definitions (`results/anomalies.py`), for the subset
 that says "data was lost or diverged": `lost-write`, `inconsistent-offsets`, `duplicate`,
-`unexpected`, `unseen` (after a complete drain), and `G1a` (a send reported as failed was read: the
+`unexpected`, `unseen` (after a complete drain), `hanging-transaction` (measured by the harness),
+and `G1a` (a send reported as failed was read: the
 client or the broker called a write a failure that happened). A screened failure is then confirmed by the
 real check (Spark) on the saved run; the screen never decides a verdict on its own.
 """
@@ -16,6 +17,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from kernel.history import OpType, read_ops, reads, writes
+from results.hanging import hanging_anomalies
 
 
 def screen(run_dir: Path, *, idempotent: bool = True) -> dict[str, int]:
@@ -71,6 +73,10 @@ def screen(run_dir: Path, *, idempotent: bool = True) -> dict[str, int]:
     if idempotent:
         out["duplicate"] += sum(1 for places in offsets_of.values() if len(places) > 1)
     out["inconsistent-offsets"] += _replica_divergence(run_dir, acked, seen)
+    test_json = run_dir / "test.json"
+    if test_json.is_file():  # measured after the drain by the harness (`harness.hanging`)
+        for name, d in hanging_anomalies(json.loads(test_json.read_text()), 1).items():
+            out[name] += d["count"]
     return {k: v for k, v in sorted(out.items()) if v}
 
 

@@ -71,6 +71,18 @@ CASES: dict[str, tuple[list[tuple[Any, ...]], list[str], dict[str, Any] | None]]
         ["unseen"],
         None,
     ),
+    # measured by the harness after the drain (harness/hanging.py): key 0's LSO stayed at 1 below its
+    # HW 3 — a transaction nobody completes; the history itself is clean
+    "hanging-transaction": (
+        send(0, 0, 1, "ok", 0) + drain({0: [[0, 1]]}),
+        ["hanging-transaction"],
+        {"seed": 1, "config": {}, "complete": True, "hanging_transactions": {"0": {"lso": 1, "hw": 3}}},
+    ),
+    "near-hanging-transaction-stable": (
+        send(0, 0, 1, "ok", 0) + drain({0: [[0, 1]]}),
+        [],
+        {"seed": 1, "config": {}, "complete": True, "hanging_transactions": {"0": {"lso": 3, "hw": 3}}},
+    ),
     "near-unseen-drained": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + drain({0: [[0, 1], [1, 2]]}), [], None),
     "inconsistent-offsets": (
         send(0, 0, 1, "ok", 0) + send(1, 0, 9, "info") + drain({0: [[0, 9]]}),
