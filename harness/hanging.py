@@ -7,9 +7,15 @@ LSO, and whether what lies beyond was committed is exactly what nobody can read.
 the harness asks every partition's leader for its LSO and HW, gives any open transaction the time the
 coordinator needs to abort it (the transaction timeout and the coordinator's abort scan), and writes
 what is still open into test.json (`hanging_transactions`); the check names it `hanging-transaction`.
+It also asks every broker which transactions it still coordinates unfinished (ListTransactions): one
+left in PrepareCommit after its coordinator moved has its markers written, so no LSO shows it, but
+its end is never written and its producer is refused for good (KAFKA-16352).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 from kernel.db import HasStableEnds, StableEnd
 from kernel.runtime import Runtime
@@ -20,13 +26,30 @@ PATIENCE_S = 40.0
 POLL_S = 1.0
 
 
+@dataclass(frozen=True)
+class Hanging:
+    """What is still open once the patience has run out: partitions whose LSO is below their HW, and
+    transactional ids still Ongoing or in a Prepare state."""
+
+    partitions: dict[int, StableEnd]
+    transactions: dict[str, str]
+
+    def __bool__(self) -> bool:
+        return bool(self.partitions or self.transactions)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"partitions": {str(p): {"lso": e.lso, "hw": e.hw} for p, e in sorted(self.partitions.items())},
+                "transactions": dict(sorted(self.transactions.items()))}
+
+
 def hanging_transactions(db: HasStableEnds, topic: str, partitions: int, runtime: Runtime,
-                         patience_s: float = PATIENCE_S) -> dict[int, StableEnd]:
-    """Partitions whose LSO is still below their HW once `patience_s` has passed (at once, {}, when
-    none is open: the common case costs one ListOffsets round)."""
+                         patience_s: float = PATIENCE_S) -> Hanging:
+    """What is still open once `patience_s` has passed (at once, nothing, when nothing is open: the
+    common case costs one ListOffsets and one ListTransactions round)."""
     deadline = runtime.now() + patience_s
     while True:
-        stuck = {p: e for p, e in db.stable_ends(topic, partitions).items() if e.lso < e.hw}
+        stuck = Hanging({p: e for p, e in db.stable_ends(topic, partitions).items() if e.lso < e.hw},
+                        db.open_transactions())
         if not stuck or runtime.now() >= deadline:
             return stuck
         runtime.pass_time(POLL_S)

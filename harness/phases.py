@@ -225,10 +225,10 @@ def drained(test: Test, pool: WorkerPool, db: DB, rec: RunRecord) -> bool:
     if isinstance(db, HasStableEnds):
         stuck = hanging_transactions(db, topic, test.spec.partitions, test.runtime)
         if stuck:
-            log.warning("transactions hang on %s: %s", topic,
-                        ", ".join(f"partition {p} LSO {e.lso} < HW {e.hw}" for p, e in sorted(stuck.items())))
-            rec.rd.write_meta(hanging_transactions={str(p): {"lso": e.lso, "hw": e.hw}
-                                                    for p, e in sorted(stuck.items())})
+            log.warning("transactions hang: %s", ", ".join(
+                [f"{topic}-{p} LSO {e.lso} < HW {e.hw}" for p, e in sorted(stuck.partitions.items())]
+                + [f"{tid} {state}" for tid, state in sorted(stuck.transactions.items())]))
+            rec.rd.write_meta(hanging_transactions=stuck.to_json())
     if not outcome.complete and isinstance(db, HasLeaderViews):
         views = {node: got if isinstance(got, str) else {str(p): v.to_json() for p, v in got.items()}
                  for node, got in db.leader_views(topic).items()}

@@ -202,6 +202,12 @@ class HasStableEnds(Protocol):
         """Partition -> its ends, for the partitions whose leader answered."""
         ...
 
+    def open_transactions(self) -> dict[str, str]:
+        """Transactional id -> state (Ongoing, PrepareCommit, PrepareAbort) of every unfinished
+        transaction a reachable broker coordinates (ListTransactions). One left in a Prepare state
+        hangs even where no LSO shows it: its markers are written, its end never is (KAFKA-16352)."""
+        ...
+
 
 @runtime_checkable
 class Recovering(ClusterView, Protocol):

@@ -30,6 +30,7 @@ from harness.db.iptables import IptablesNet
 from harness.db.metadata_views import leader_views
 from harness.db.offsets import leader_ends, stable_ends
 from harness.db.settings import BrokerSettings
+from harness.db.transactions import open_transactions
 from kernel import layout
 from kernel.capabilities import Cut
 from kernel.db import Cluster, LeaderEnd, LeaderView, PartitionState, StableEnd, recovered
@@ -205,6 +206,13 @@ class LogbrokerDB:
         for name, keys in self._by_leader(topic, partitions).items():
             node = next(n for n in self.nodes if n.name == name)
             out.update(stable_ends(self.client_address(node), topic, keys))
+        return out
+
+    def open_transactions(self) -> dict[str, str]:
+        """Every broker's unfinished transactions (`kernel.db.HasStableEnds`)."""
+        out: dict[str, str] = {}
+        for n in self.nodes:
+            out.update(open_transactions(self.client_address(n)))
         return out
 
     def _by_leader(self, topic: str, partitions: int) -> dict[str, list[int]]:

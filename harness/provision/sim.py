@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
 from logsim.admin import SimAdmin
@@ -29,6 +30,7 @@ from logsim.cluster import SimCluster
 from logsim.group import SimGroupConsumer
 from logsim.txn_client import SimTxnProducer
 
+from harness.db.transactions import OPEN_STATES
 from kernel import layout
 from kernel.capabilities import Cut
 from kernel.db import Cluster, LeaderEnd, LeaderView, PartitionState, StableEnd, recovered
@@ -150,6 +152,18 @@ class SimDB:
             got = self.sim.stable_end(topic, p)
             if got is not None:
                 out[p] = StableEnd(*got)
+        return out
+
+    def open_transactions(self) -> dict[str, str]:
+        """Every live simulated broker's ListTransactions answer, from its coordinator's own handler."""
+        req = SimpleNamespace(state_filters=list(OPEN_STATES), producer_id_filters=[])
+        out: dict[str, str] = {}
+        for n in self.sim.nodes.values():
+            if n.core is None or n.paused:
+                continue
+            body = n.core.txn.list_transactions(0, req).body
+            assert body is not None
+            out.update({str(t["transactional_id"]): str(t["transaction_state"]) for t in body["transaction_states"]})
         return out
 
     def leader_views(self, topic: str) -> dict[str, dict[int, LeaderView] | str]:

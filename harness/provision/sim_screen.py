@@ -62,7 +62,9 @@ def screen(run_dir: Path, *, idempotent: bool = True) -> dict[str, int]:
             out["inconsistent-offsets"] += 1
         out["unexpected"] += len(values - sent)
     out["G1a"] += sum(times_read[kv] for kv in failed)
-    drained = drain_ops > 0 and not drain_gave_up
+    meta_file = run_dir / "test.json"
+    meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+    drained = drain_ops > 0 and not drain_gave_up and meta.get("drained") is not False
     for (key, offset), value in acked.items():
         if value in read_values:
             continue
@@ -73,10 +75,8 @@ def screen(run_dir: Path, *, idempotent: bool = True) -> dict[str, int]:
     if idempotent:
         out["duplicate"] += sum(1 for places in offsets_of.values() if len(places) > 1)
     out["inconsistent-offsets"] += _replica_divergence(run_dir, acked, seen)
-    test_json = run_dir / "test.json"
-    if test_json.is_file():  # measured after the drain by the harness (`harness.hanging`)
-        for name, d in hanging_anomalies(json.loads(test_json.read_text()), 1).items():
-            out[name] += d["count"]
+    for name, d in hanging_anomalies(meta, 1).items():  # measured after the drain (`harness.hanging`)
+        out[name] += d["count"]
     return {k: v for k, v in sorted(out.items()) if v}
 
 

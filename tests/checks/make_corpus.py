@@ -76,12 +76,14 @@ CASES: dict[str, tuple[list[tuple[Any, ...]], list[str], dict[str, Any] | None]]
     "hanging-transaction": (
         send(0, 0, 1, "ok", 0) + drain({0: [[0, 1]]}),
         ["hanging-transaction"],
-        {"seed": 1, "config": {}, "complete": True, "hanging_transactions": {"0": {"lso": 1, "hw": 3}}},
+        {"seed": 1, "config": {}, "complete": True,
+         "hanging_transactions": {"partitions": {"0": {"lso": 1, "hw": 3}}, "transactions": {}}},
     ),
     "near-hanging-transaction-stable": (
         send(0, 0, 1, "ok", 0) + drain({0: [[0, 1]]}),
         [],
-        {"seed": 1, "config": {}, "complete": True, "hanging_transactions": {"0": {"lso": 3, "hw": 3}}},
+        {"seed": 1, "config": {}, "complete": True,
+         "hanging_transactions": {"partitions": {"0": {"lso": 3, "hw": 3}}, "transactions": {}}},
     ),
     "near-unseen-drained": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + drain({0: [[0, 1], [1, 2]]}), [], None),
     "inconsistent-offsets": (
