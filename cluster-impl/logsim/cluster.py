@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from logbroker.coord import paths
+from logbroker.core.partition import Partition, TopicPartition
 from logbroker.dump import PROBES_FILE, dump_partition
 from logbroker.probes import node_file
 
@@ -177,33 +178,25 @@ class SimCluster:
         n = self.zk.nodes.get(paths.broker(broker_id))
         return n.czxid if n is not None else None
 
-    def leader_end(self, topic: str, p: int) -> tuple[int, int, int] | None:
-        """(high watermark, log end, leader epoch) as the partition's leader sees them; None when the
-        metadata names no leader, or its process is down or paused, or it does not think it leads."""
+    def leader_partition(self, topic: str, p: int) -> Partition | None:
+        """The partition object of the leader the metadata names; None when it names none, or its
+        process is down or paused, or that broker does not think it leads."""
         name = self.leader(topic, p)
         node = self.nodes.get(name or "")
         if node is None or node.core is None or node.paused:
             return None
-        from logbroker.core.partition import TopicPartition
-
         part = node.core.partitions.get(TopicPartition(topic, p))
-        if part is None or not part.is_leader():
-            return None
-        return part.hw, part.leo, part.leader_epoch
+        return part if part is not None and part.is_leader() else None
+
+    def leader_end(self, topic: str, p: int) -> tuple[int, int, int] | None:
+        """(high watermark, log end, leader epoch) as the partition's leader sees them (`leader_partition`)."""
+        part = self.leader_partition(topic, p)
+        return None if part is None else (part.hw, part.leo, part.leader_epoch)
 
     def stable_end(self, topic: str, p: int) -> tuple[int, int] | None:
-        """(last stable offset, high watermark) as the partition's leader holds them; None as for
-        `leader_end`."""
-        name = self.leader(topic, p)
-        node = self.nodes.get(name or "")
-        if node is None or node.core is None or node.paused:
-            return None
-        from logbroker.core.partition import TopicPartition
-
-        part = node.core.partitions.get(TopicPartition(topic, p))
-        if part is None or not part.is_leader():
-            return None
-        return part.lso, part.hw
+        """(last stable offset, high watermark) as the partition's leader holds them (`leader_partition`)."""
+        part = self.leader_partition(topic, p)
+        return None if part is None else (part.lso, part.hw)
 
     def live_brokers(self) -> list[int]:
         ids = self.zk.nodes.get(paths.BROKER_IDS)
@@ -222,8 +215,6 @@ class SimCluster:
             node = self.nodes[self.node_of(st["leader"]) or ""]
             if node.core is None or node.paused:
                 return False
-            from logbroker.core.partition import TopicPartition
-
             part = node.core.partitions.get(TopicPartition(topic, p))
             if part is None or not part.is_leader() or part.leader_epoch != st["leader_epoch"] or part.hw < part.leo:
                 return False
