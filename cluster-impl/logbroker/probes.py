@@ -121,6 +121,8 @@ PROBES: dict[str, str] = {
         "the coordinator says a transactional write's partition is not in its transaction (KIP-890 refuses it)",
     "txn-concurrent-transactions":
         "a producer's InitProducerId finds its transaction still open; it is fenced and aborted first",
+    "producer-id-block-not-ready":
+        "InitProducerId finds no producer id at hand (the broker's block is still being claimed from ZooKeeper)",
 }
 
 #: bug switch (`bugs.Bug` value) -> the probe of the scenario it breaks: a run with the switch on

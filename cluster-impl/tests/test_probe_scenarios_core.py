@@ -137,6 +137,8 @@ SCENARIOS: dict[str, Callable[[Path], None]] = {
     "group-coordinator-moved-with-members": coordinator_moves_with_a_member_waiting,
     "txn-timed-out-aborted": txn_scenario(
         txc.test_a_transaction_open_past_its_timeout_is_aborted_by_the_coordinator, "coordinated"),
+    "producer-id-block-not-ready": txn_scenario(
+        txc.test_init_producer_id_waits_for_a_producer_id_block_with_a_retriable_error, "coordinated"),
     "txn-concurrent-transactions": txn_scenario(
         txc.test_a_new_incarnation_fences_the_old_one_and_aborts_its_open_transaction, "coordinated"),
     "produce-stale-producer-epoch": txn_scenario(txcore.test_transactional_produce_checks, "core"),

@@ -14,6 +14,7 @@ from logbroker.bugs import parse_bugs
 from logbroker.core.broker import BrokerCore
 from logbroker.core.clock import ManualClock
 from logbroker.core.partition import TopicPartition
+from logbroker.core.producer_id import ProducerIdBlock, ProducerIdBlocks
 from logbroker.group.records import partition_for
 from logbroker.log.control import read_marker
 from logbroker.protocol.apis import APIS, make_message
@@ -118,6 +119,24 @@ def test_a_new_incarnation_fences_the_old_one_and_aborts_its_open_transaction(co
     assert end(core, pid, 0, commit=True, version=1)["error_code"] == Err.INVALID_PRODUCER_EPOCH
     assert produce(core, txn_batch(pid, 0, 2))["error_code"] == Err.INVALID_PRODUCER_EPOCH
     assert latest(core, committed=True) == latest(core, committed=False)  # nothing hangs
+
+
+def test_init_producer_id_waits_for_a_producer_id_block_with_a_retriable_error(core: BrokerCore) -> None:
+    """A clustered broker's ids come from blocks claimed in ZooKeeper: until one is at hand, both
+    kinds of InitProducerId answer COORDINATOR_LOAD_IN_PROGRESS (clients retry it) and change
+    nothing; the first ask starts one claim, and the answers use the block once it has arrived."""
+    asked: list[str] = []
+    core.producer_ids = ProducerIdBlocks(lambda: asked.append("claim"))
+    idempotent = dict(call(core, 22, 1, {"transactional_id": None, "transaction_timeout_ms": 60000}))
+    assert (idempotent["error_code"], idempotent["producer_id"]) == (Err.COORDINATOR_LOAD_IN_PROGRESS, -1)
+    assert init(core)["error_code"] == Err.COORDINATOR_LOAD_IN_PROGRESS
+    assert describe(core)["error_code"] == Err.TRANSACTIONAL_ID_NOT_FOUND  # no state was made for it
+    assert asked == ["claim"]  # one claim in flight, however many ask
+    core.producer_ids.add(ProducerIdBlock(broker=1, first=5000, last=5999))
+    idempotent = dict(call(core, 22, 1, {"transactional_id": None, "transaction_timeout_ms": 60000}))
+    assert (idempotent["error_code"], idempotent["producer_id"]) == (0, 5000)
+    got = init(core)
+    assert (got["error_code"], got["producer_id"], got["producer_epoch"]) == (0, 5001, 0)
 
 
 def test_a_transaction_open_past_its_timeout_is_aborted_by_the_coordinator(core: BrokerCore) -> None:

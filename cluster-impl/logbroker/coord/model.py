@@ -1,8 +1,9 @@
 """The records the controller keeps in the metadata store, as plain values (no I/O).
 
 `PartitionState` is seed 003's LeaderAndISR znode; `ReplicaAssignment` is one partition's entry in
-the topic znode. They live apart from `zk.py` so the controller's rules, and later the simulation
-backend's in-memory store, can use them without importing kazoo.
+the topic znode; `ProducerIdBlock` is Kafka's `/latest_producer_id_block`. They live apart from
+`zk.py` so the controller's rules, and later the simulation backend's in-memory store, can use them
+without importing kazoo.
 """
 
 from __future__ import annotations
@@ -111,3 +112,38 @@ def assignment_from_json(raw: bytes) -> dict[int, ReplicaAssignment]:
     return {int(p): ReplicaAssignment(tuple(int(x) for x in r), tuple(int(x) for x in adding.get(p, ())),
                                       tuple(int(x) for x in removing.get(p, ())))
             for p, r in d["partitions"].items()}
+
+
+PRODUCER_ID_BLOCK = 1000  # ids per block: Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdBlock:
+    """Ids `first`..`last` (both included), claimed by broker `broker`: Kafka's `ProducerIdsBlock`,
+    stored in `/latest_producer_id_block` as Kafka's `ProducerIdBlockZNode` writes it (version 1,
+    the ids as decimal strings)."""
+
+    broker: int
+    first: int
+    last: int
+
+    @property
+    def size(self) -> int:
+        return self.last - self.first + 1
+
+    def following(self, broker: int, size: int = PRODUCER_ID_BLOCK) -> ProducerIdBlock:
+        """The block a broker claims after this one."""
+        return ProducerIdBlock(broker, self.last + 1, self.last + size)
+
+    @staticmethod
+    def first_block(broker: int, size: int = PRODUCER_ID_BLOCK) -> ProducerIdBlock:
+        return ProducerIdBlock(broker, 0, size - 1)
+
+    def to_json(self) -> bytes:
+        return json.dumps({"version": 1, "broker": self.broker, "block_start": str(self.first),
+                           "block_end": str(self.last)}).encode()
+
+    @staticmethod
+    def from_json(raw: bytes) -> ProducerIdBlock:
+        d = json.loads(raw)
+        return ProducerIdBlock(int(d["broker"]), int(d["block_start"]), int(d["block_end"]))

@@ -9,6 +9,9 @@ BROKER_IDS = "/brokers/ids"  # ephemeral children: {"host", "port"}; czxid = bro
 TOPICS = "/brokers/topics"
 ISR_CHANGE = "/isr_change_notification"
 CONFIG_TOPICS = "/config/topics"  # /<t>: {"version": 1, "config": {key: value}}, Kafka's layout
+# the last producer-id block any broker claimed, Kafka's layout (`coord.model.ProducerIdBlock`):
+# {"version": 1, "broker": id, "block_start": "first", "block_end": "last"}, always written conditionally
+LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 
 # Admin requests (seed 003 paths 5 and 6): created by an operator, removed by the controller once done.
 REASSIGN = "/admin/partitions_reassigned"  # /<topic>/<partition>: {"replicas": [..]}

@@ -1,5 +1,6 @@
 """`MetadataStore`: what the controller needs from its coordination service, as a Protocol;
-`BrokerRegistry`: what the replica manager needs for itself; `ClusterStore`: both.
+`BrokerRegistry`: what the replica manager needs for itself; `ProducerIdStore`: where producer ids
+come from; `ClusterStore`: all three.
 
 `ZkStore` implements it on a real ZooKeeper. The controller is written against this Protocol, not
 against kazoo, so the deterministic simulation backend can hand it an in-memory store (DESIGN.md,
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from logbroker.coord.model import PartitionState, Registration, ReplicaAssignment
+from logbroker.coord.model import PRODUCER_ID_BLOCK, PartitionState, ProducerIdBlock, Registration, ReplicaAssignment
 
 Watch = Callable[[Any], None]
 
@@ -95,6 +96,17 @@ class BrokerRegistry(Protocol):
         ...
 
 
-class ClusterStore(MetadataStore, BrokerRegistry, Protocol):
+class ProducerIdStore(Protocol):
+    """Producer ids unique across the cluster and across any broker's lost disk (seed 70017): blocks
+    claimed from the store, as Kafka's ZooKeeper-mode `ProducerIdManager`."""
+
+    def claim_producer_id_block(self, bid: int, size: int = PRODUCER_ID_BLOCK) -> ProducerIdBlock:
+        """Claim the block after the last one any broker claimed, for broker `bid`: a conditional
+        write of the latest-block record (created when absent), read and tried again when another
+        broker's claim got there first, so no two claims ever return overlapping blocks."""
+        ...
+
+
+class ClusterStore(MetadataStore, BrokerRegistry, ProducerIdStore, Protocol):
     """Everything a clustered broker is handed (the replica manager and its controller): `ZkStore`
     on a real ZooKeeper, a model in a simulator."""

@@ -18,7 +18,9 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotE
 
 from logbroker.coord import paths
 from logbroker.coord.model import (
+    PRODUCER_ID_BLOCK,
     PartitionState,
+    ProducerIdBlock,
     Registration,
     ReplicaAssignment,
     assignment_from_json,
@@ -168,6 +170,32 @@ class ZkStore:
             return int(self.zk.get(paths.CONTROLLER_EPOCH)[0])
         except NoNodeError:
             return 0
+
+    # --- producer ids (Kafka's ZooKeeper-mode ProducerIdManager) -------------------------------
+    def claim_producer_id_block(self, bid: int, size: int = PRODUCER_ID_BLOCK) -> ProducerIdBlock:
+        """Read `/latest_producer_id_block` with its version, write the next block conditionally on
+        that version (create it when absent), and on BadVersion/NodeExists — another broker claimed
+        one in between — read again. The znode only ever moves forward, so an id handed out from a
+        claimed block is never handed out again, whatever any broker's disk forgets."""
+        path = paths.LATEST_PRODUCER_ID_BLOCK
+        while True:
+            try:
+                raw, stat = self.zk.get(path)
+                block, version = ProducerIdBlock.from_json(raw).following(bid, size), int(stat.version)
+            except NoNodeError:
+                block, version = ProducerIdBlock.first_block(bid, size), -1
+            if block.last >= 2**63 - 1:
+                raise RuntimeError(f"producer ids exhausted: {path} is at {block.first}")
+            try:
+                if version < 0:
+                    self.zk.create(path, block.to_json())
+                else:
+                    self.zk.set(path, block.to_json(), version=version)
+            except (BadVersionError, NodeExistsError):
+                log.info("broker %d: %s moved under our claim; reading it again", bid, path)
+                continue
+            log.info("broker %d claimed producer ids %d..%d", bid, block.first, block.last)
+            return block
 
     # --- topics and partitions -----------------------------------------------------------------
     def topics(self, watch: Watch | None = None) -> list[str]:

@@ -32,7 +32,7 @@ from logbroker.core.leader_host import Answer, LeaderReplication
 from logbroker.core.metadata import BrokerEndpoint, MetadataCache, PartitionMeta
 from logbroker.core.partition import Partition, Role, TopicPartition
 from logbroker.core.produce import ProduceHandler
-from logbroker.core.producer_id import ProducerIdAllocator
+from logbroker.core.producer_id import FileProducerIds, ProducerIds
 from logbroker.core.purgatory import Body, Deferred, Purgatory
 from logbroker.core.reply import TOPIC_RE, Reply
 from logbroker.core.topic_admin import AlterBody, TopicAdmin
@@ -90,7 +90,8 @@ class BrokerCore:
         self.metadata = MetadataCache()
         self.purgatory = Purgatory()
         self.fetch_sessions = FetchSessionCache()
-        self.producer_ids = ProducerIdAllocator(config.log_dirs / "producer-id-block", config.broker_id)
+        #: a standalone broker's; a clustered one's come from the store (`replication/producer_ids.py`)
+        self.producer_ids: ProducerIds = FileProducerIds(config.log_dirs / "producer-id-block")
         self.metadata.brokers[config.broker_id] = BrokerEndpoint(config.broker_id, config.advertised_host,
                                                                  config.advertised_port)
         self.replication: Replication = Standalone(self)

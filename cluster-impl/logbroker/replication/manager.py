@@ -59,6 +59,7 @@ from logbroker.replication.decisions import (
     SetIsr,
 )
 from logbroker.replication.fetcher import FetcherPool, FetcherSettings
+from logbroker.replication.producer_ids import StoreProducerIds
 from logbroker.replication.rpc import Peers
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,9 @@ class ReplicaManager:
             min_insync_replicas=cfg.min_insync_replicas, ignore_lost_data=Bug.LOST_DISK_IN_ISR in self.bugs),
             offload=offload)
         self.admin = ControllerAdmin(core, self.controller)
+        #: producer ids from blocks claimed in the store, never from this broker's disk (seed 70017)
+        self.producer_ids = StoreProducerIds(store, offload, self.bid, lambda: self.stopping)
+        core.producer_ids = self.producer_ids
         self.broker_epoch = -1
         #: (controller epoch, seq) of the UpdateMetadata applied last: an older one arriving late is moot
         self._metadata_applied = (-1, 0)
@@ -125,6 +129,7 @@ class ReplicaManager:
     async def start_async(self) -> None:
         self._loop = asyncio.get_running_loop()
         await self._zk(self.zk.start)
+        self.producer_ids.start()
         # set our own view BEFORE registering: the controller answers a registration at once, and its
         # UpdateMetadata/LeaderAndIsr must not be overwritten by these start-up defaults
         self.core.metadata.brokers = {self.bid: BrokerEndpoint(self.bid, self.cfg.advertised_host,
@@ -162,6 +167,7 @@ class ReplicaManager:
         self.stopping = True
         self.zk.session_listeners.clear()
         self.controller.resign()
+        self.producer_ids.stop()
         for t in self.tasks:
             t.cancel()
         self.fetchers.stop()

@@ -42,6 +42,7 @@ from logbroker.core.coordinator_partitions import (
     follow,
 )
 from logbroker.core.partition import Partition, TopicPartition
+from logbroker.core.producer_id import ProducerIdsUnavailable
 from logbroker.core.purgatory import Body, Deferred
 from logbroker.core.reply import Reply
 from logbroker.group.records import OFFSETS_TOPIC
@@ -70,6 +71,7 @@ _LOADS_PREPARED = probe("txn-coordinator-loads-prepared")
 _UNLOAD_PENDING = probe("txn-coordinator-unloads-with-markers-pending")
 _TIMED_OUT = probe("txn-timed-out-aborted")
 _CONCURRENT = probe("txn-concurrent-transactions")
+_NO_PRODUCER_ID = probe("producer-id-block-not-ready")
 
 WRITE_TIMEOUT_MS = 30_000  # Kafka's request.timeout.ms bounds a coordinator's log appends
 
@@ -276,7 +278,10 @@ class TxnCoordinator:
                     "producer_epoch": epoch}
 
         if tid is None:  # an idempotent producer
-            return Reply(version, body(Err.NONE, self.core.producer_ids.next(), 0))
+            try:
+                return Reply(version, body(Err.NONE, self.core.producer_ids.next(), 0))
+            except ProducerIdsUnavailable:
+                return self._no_producer_id(version, body)
         timeout = req.transaction_timeout_ms
         err = self._coordinator_error(tid)
         if err == Err.NONE and not 0 < timeout <= self.cfg.transaction_max_timeout_ms:
@@ -284,11 +289,14 @@ class TxnCoordinator:
         if err != Err.NONE:
             return Reply(version, body(err))
         now = self._now()
-        e = self.entries.get(tid)
-        if e is None:
-            e = self.entries[tid] = Entry(new_producer(tid, self.core.producer_ids.next(), timeout, now))
-        expected = (req.producer_id, req.producer_epoch) if version >= 3 and req.producer_id >= 0 else None
-        out = init_producer(e, timeout, expected, now, self.core.producer_ids.next)
+        try:  # both take a new producer id only when they need one (a new id, an exhausted epoch)
+            e = self.entries.get(tid)
+            if e is None:
+                e = self.entries[tid] = Entry(new_producer(tid, self.core.producer_ids.next(), timeout, now))
+            expected = (req.producer_id, req.producer_epoch) if version >= 3 and req.producer_id >= 0 else None
+            out = init_producer(e, timeout, expected, now, self.core.producer_ids.next)
+        except ProducerIdsUnavailable:
+            return self._no_producer_id(version, body)
         if out == "fence":  # abort the open transaction first; the client asks again
             _CONCURRENT()
             return Reply(version, deferred=self._fence_and_abort(
@@ -301,6 +309,14 @@ class TxnCoordinator:
         return Reply(version, deferred=self._write(
             e, new, version, lambda err: body(err, new.producer_id, new.producer_epoch) if err == Err.NONE
             else body(err)))
+
+    @staticmethod
+    def _no_producer_id(version: int, body: Callable[[Err], Body]) -> Reply:
+        """No producer id at hand (the broker's block from the store is still being claimed):
+        COORDINATOR_LOAD_IN_PROGRESS, as Kafka's producer-id manager answers then, which every
+        client retries (kafka-python re-enqueues any retriable error, librdkafka asks again)."""
+        _NO_PRODUCER_ID()
+        return Reply(version, body(Err.COORDINATOR_LOAD_IN_PROGRESS))
 
     # --- AddPartitionsToTxn, AddOffsetsToTxn ---------------------------------------------------------
     def add_partitions_to_txn(self, version: int, req: Any) -> Reply:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from logbroker.core.leader_host import LeaderHost, LeaderReplication
-from logbroker.core.producer_id import ProducerIdAllocator
+from logbroker.core.producer_id import ProducerIds
 from logbroker.protocol.errors import Err
 
 
@@ -23,4 +23,4 @@ class TxnHost(LeaderHost, Protocol):
     def replication(self) -> TxnReplication: ...
 
     @property
-    def producer_ids(self) -> ProducerIdAllocator: ...
+    def producer_ids(self) -> ProducerIds: ...

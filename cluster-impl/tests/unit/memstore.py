@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from logbroker.coord.model import PartitionState, Registration, ReplicaAssignment
+from logbroker.coord.model import PRODUCER_ID_BLOCK, PartitionState, ProducerIdBlock, Registration, ReplicaAssignment
 from logbroker.coord.store import StaleVersion, Watch
 
 
@@ -24,6 +24,7 @@ class MemoryStore:
         self.configs: dict[str, dict[str, str]] = {}
         self.admin: dict[str, dict[tuple[str, int], list[int]]] = {}
         self.preferred: list[tuple[str, int]] | None = None
+        self.producer_id_block: ProducerIdBlock | None = None
         self._watches: dict[str, set[Watch]] = {}
         self._zxid = 0
         self.calls: list[str] = []
@@ -140,3 +141,9 @@ class MemoryStore:
         self.configs.pop(topic, None)
         for key in [k for k in self.states if k[0] == topic]:
             del self.states[key]
+
+    # --- ProducerIdStore ---------------------------------------------------------------------------
+    def claim_producer_id_block(self, bid: int, size: int = PRODUCER_ID_BLOCK) -> ProducerIdBlock:
+        last = self.producer_id_block
+        self.producer_id_block = ProducerIdBlock.first_block(bid, size) if last is None else last.following(bid, size)
+        return self.producer_id_block
