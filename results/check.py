@@ -212,11 +212,11 @@ def bad_types(test_json: dict[str, Any] | None, *, drained: bool = True) -> list
 
 
 def drain_gave_up(facts: HistoryScan, test_json: dict[str, Any] | None) -> bool:
-    """A final drain started and stopped short: one of its ops ended other than ok (the drain gives up
-    at the first: a poll that could not find the partition's leader for a minute is `info`, and what
-    lay past it was never looked for), or the harness said so (test.json `drained: false`)."""
-    return facts.final_failed > 0 or (facts.final_ops > 0 and test_json is not None
-                                      and test_json.get("drained") is False)
+    """A final drain started and stopped short: its last op ended other than ok (ours gives up at the
+    first: a poll that could not find the partition's leader for a minute is `info`, and what lay past
+    it was never looked for), or the harness said so (test.json `drained: false`)."""
+    return facts.final_ended_short or (facts.final_ops > 0 and test_json is not None
+                                       and test_json.get("drained") is False)
 
 
 def drain_complete(facts: HistoryScan, test_json: dict[str, Any] | None) -> bool:

@@ -32,7 +32,7 @@ def screen(run_dir: Path, *, idempotent: bool = True) -> dict[str, int]:
     max_read: dict[int, int] = {}
     read_values: set[int] = set()
     times_read: Counter[tuple[int, int]] = Counter()  # (key, value) -> reads: G1a once every fail is known
-    drain_ops, drain_gave_up = 0, False  # complete only if it ran and no op of it ended other than ok
+    drain_ops, drain_gave_up = 0, False  # complete only if it ran and its last op ended ok
     out: dict[str, int] = defaultdict(int)
     for op in read_ops(run_dir / "history.jsonl"):
         if not op.is_client:
@@ -42,7 +42,7 @@ def screen(run_dir: Path, *, idempotent: bool = True) -> dict[str, int]:
             continue
         if op.final:
             drain_ops += 1
-            drain_gave_up |= op.type is not OpType.OK
+            drain_gave_up = op.type is not OpType.OK
         if op.type is OpType.FAIL:
             failed.update((w.key, w.value) for w in writes(op))
         if op.type is OpType.OK:

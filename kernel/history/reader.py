@@ -72,7 +72,9 @@ class HistoryScan:
     client_ops: int = 0
     nemesis_ops: int = 0
     final_ops: int = 0  # ops of the final drain (`"final": true`)
-    final_failed: int = 0  # of them, completions that were not ok: the drain gave up there, short of the end
+    #: the last of them to complete was not ok: the drain gave up there, short of the end (ours stops at
+    #: its first non-ok op; a foreign history's final reads may retry after one, and count if they end ok)
+    final_ended_short: bool = False
     txn_ops: int = 0  # send, poll and txn ops invoked: none means nothing was tested (empty-transaction-graph)
     completions: dict[str, int] = field(default_factory=lambda: {t.value: 0 for t in OpType if t is not OpType.INVOKE})
     pending: dict[str, int] = field(default_factory=dict)  # process -> line of its unfinished invoke
@@ -149,8 +151,8 @@ class _Reader:
         started = self.open.pop(proc, None)
         if started is None:
             raise LineProblem(f"{op.type} completion for process {proc} without an invoke")
-        if op.final and op.type is not OpType.OK:
-            facts.final_failed += 1
+        if op.final:
+            facts.final_ended_short = op.type is not OpType.OK
         check_completion(started[1], op, started[0])
         facts.completions[op.type.value] += 1
 

@@ -85,6 +85,15 @@ CASES: dict[str, tuple[list[tuple[Any, ...]], list[str], dict[str, Any] | None]]
         {"seed": 1, "config": {}, "complete": True,
          "hanging_transactions": {"partitions": {"0": {"lso": 3, "hw": 3}}, "transactions": {}}},
     ),
+    # final reads that retried after an info poll (as Jepsen's do) and then ended ok: the drain finished,
+    # so what it never read is unseen
+    "unseen-drain-retried": (
+        send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + assign(90, [0])
+        + [(90, "invoke", P, [[P]], True), (90, "info", P, [[P]], True, {"error": "timed out"})]
+        + poll(91, {0: [[0, 1]]}, final=True),
+        ["unseen"],
+        None,
+    ),
     "near-unseen-drained": (send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + drain({0: [[0, 1], [1, 2]]}), [], None),
     "inconsistent-offsets": (
         send(0, 0, 1, "ok", 0) + send(1, 0, 9, "info") + drain({0: [[0, 9]]}),

@@ -35,9 +35,10 @@ def batch(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tup
 
 def _drain(run: Path, test_json: dict[str, Any] | None) -> tuple[bool, bool]:
     """(complete, gave up) of the case's final drain, from its own lines: any final op makes a drain;
-    one that did not end ok means it stopped short."""
-    finals = [d for d in map(json.loads, (run / "history.jsonl").read_text().splitlines()) if d.get("final")]
-    gave_up = any(d["type"] not in ("invoke", "ok") for d in finals)
+    one whose last completion is not ok stopped short."""
+    finals = [d for d in map(json.loads, (run / "history.jsonl").read_text().splitlines())
+              if d.get("final") and d["type"] != "invoke"]
+    gave_up = bool(finals) and finals[-1]["type"] != "ok"
     return bool(finals) and not gave_up, gave_up
 
 
