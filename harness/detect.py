@@ -27,9 +27,9 @@ from kernel.spec import DEFAULT_NEMESIS, RunSpec, build_spec
 
 #: anomalies that mean acknowledged data was lost or replicas disagree: what a replication bug causes;
 #: and what a transaction bug causes: an aborted transaction's records read (G1a, a torn transaction's
-#: stray write among them), a read of uncommitted data, write cycles
+#: stray write among them), a read of uncommitted data, write cycles, a transaction never completed
 LOSS_OR_DIVERGENCE = ("lost-write", "unseen", "inconsistent-offsets", "divergent-replicas",
-                      "G1a", "precommitted-read", "G0", "G1c")
+                      "G1a", "precommitted-read", "G0", "G1c", "hanging-transaction")
 
 #: the composition that re-creates each switch's historic scenario (seed documents), then the full mix
 TARGETED: dict[str, tuple[str, ...]] = {
@@ -39,8 +39,8 @@ TARGETED: dict[str, tuple[str, ...]] = {
     "stale-epoch-accepted": ("stale-orders",),
     "lost-disk-in-isr": ("disk-loss-last-isr",),
     "lso-ignores-open-txns": ("kill-leader",),
-    "marker-ack-before-replication": ("kill-leader",),
-    "forget-prepared-txns": ("kill-one",),
+    "marker-ack-before-replication": ("kill-leader", "pause-leader"),  # sim seed 104 (a leader paused past its session)
+    "forget-prepared-txns": ("kill",),  # the coordinator among the victims (sim seed 2)
     "no-txn-verification": ("delayed-produce-leader",),
 }
 #: the switches of the transaction code: their runs use the transactional workload
