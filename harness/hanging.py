@@ -3,10 +3,11 @@
 A transaction that is never completed holds the LSO where it began, and read_committed consumers
 stall there for good (KIP-664, "Provide tooling to detect and abort hanging transactions"; KAFKA-16352
 is one way to get there). The history cannot show it: a read_committed drain simply stops at the
-LSO, and whether what lies beyond was committed is exactly what nobody can read. So after the drain
-the harness asks every partition's leader for its LSO and HW, gives any open transaction the time the
-coordinator needs to abort it (the transaction timeout and the coordinator's abort scan), and writes
-what is still open into test.json (`hanging_transactions`); the check names it `hanging-transaction`.
+LSO, and whether what lies beyond was committed is exactly what nobody can read. So before the drain
+(whose read_committed end is the LSO of its moment) the harness asks every partition's leader for its
+LSO and HW, gives any open transaction the time the coordinator needs to abort it (the transaction
+timeout and the coordinator's abort scan), and writes what is still open into test.json
+(`hanging_transactions`); the check names it `hanging-transaction`.
 It also asks every broker which transactions it still coordinates unfinished (ListTransactions): one
 left in PrepareCommit after its coordinator moved has its markers written, so no LSO shows it, but
 its end is never written and its producer is refused for good (KAFKA-16352).

@@ -1,4 +1,4 @@
-"""`hanging-transaction`: our addition, from what the harness measured after the drain.
+"""`hanging-transaction`: our addition, from what the harness measured before the drain.
 
 A partition whose last stable offset stayed below its high watermark after every fault was healed
 and every transaction had its timeout (and the coordinator's abort scan) to end (`harness.hanging`,

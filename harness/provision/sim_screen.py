@@ -75,7 +75,7 @@ def screen(run_dir: Path, *, idempotent: bool = True) -> dict[str, int]:
     if idempotent:
         out["duplicate"] += sum(1 for places in offsets_of.values() if len(places) > 1)
     out["inconsistent-offsets"] += _replica_divergence(run_dir, acked, seen)
-    for name, d in hanging_anomalies(meta, 1).items():  # measured after the drain (`harness.hanging`)
+    for name, d in hanging_anomalies(meta, 1).items():  # measured before the drain (`harness.hanging`)
         out[name] += d["count"]
     return {k: v for k, v in sorted(out.items()) if v}
 

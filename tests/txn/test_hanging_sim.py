@@ -1,7 +1,7 @@
 """A hanging transaction on the simulator, through the one pipeline (`harness/hanging.py`): with
 `forget-prepared-txns` (KAFKA-16352: a coordinator that takes over does not resume the transactions
 it finds in PrepareCommit/PrepareAbort) the kills of seed 2 leave a partition's LSO below its HW for
-good; the harness measures it after the drain, and the screen (and the check) name it
+good; the harness measures it before the drain, and the screen (and the check) name it
 `hanging-transaction`. The same seed without the switch ends with every transaction closed. And
 `marker-ack-before-replication` (seed 104 under leader kills and pauses) leaves one too. Found by
 `chaos sim-search --txn --bug forget-prepared-txns --nemesis kill --nemesis-interval 4 --time-limit 20
@@ -35,7 +35,6 @@ def test_a_forgotten_prepared_transaction_is_found_hanging(tmp_path: Path) -> No
     hanging = meta["hanging_transactions"]
     assert hanging["partitions"] or hanging["transactions"]
     assert all(v["lso"] < v["hw"] for v in hanging["partitions"].values())
-    assert "unseen" not in found, "unseen is not judged after a drain that could not finish"
 
 
 def test_the_same_seed_without_the_switch_closes_every_transaction(tmp_path: Path) -> None:
