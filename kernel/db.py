@@ -192,6 +192,10 @@ class StableEnd:
     hw: int
 
 
+#: the states of an unfinished transaction, as ListTransactions filters them
+OPEN_TXN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")
+
+
 @runtime_checkable
 class HasStableEnds(Protocol):
     """Can ask each partition's leader for its LSO and HW. After every fault is healed and every

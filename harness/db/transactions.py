@@ -11,15 +11,14 @@ import struct
 from kafka.protocol.admin.transactions import ListTransactionsRequest, ListTransactionsResponse
 
 from harness.db.offsets import exact
-
-OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")
+from kernel.db import OPEN_TXN_STATES
 
 
 def open_transactions(address: str, timeout_s: float = 3.0) -> dict[str, str]:
     """Transactional id -> state of the unfinished transactions the broker at `address` coordinates; {}
     when it does not answer (a broker that is down coordinates nothing clients can reach)."""
     host, port = address.rsplit(":", 1)
-    req = ListTransactionsRequest(version=0, state_filters=list(OPEN_STATES), producer_id_filters=[])
+    req = ListTransactionsRequest(version=0, state_filters=list(OPEN_TXN_STATES), producer_id_filters=[])
     req.with_header(correlation_id=1, client_id="chaos-diagnosis")
     try:
         with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:

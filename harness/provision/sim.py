@@ -30,10 +30,9 @@ from logsim.cluster import SimCluster
 from logsim.group import SimGroupConsumer
 from logsim.txn_client import SimTxnProducer
 
-from harness.db.transactions import OPEN_STATES
 from kernel import layout
 from kernel.capabilities import Cut
-from kernel.db import Cluster, LeaderEnd, LeaderView, PartitionState, StableEnd, recovered
+from kernel.db import OPEN_TXN_STATES, Cluster, LeaderEnd, LeaderView, PartitionState, StableEnd, recovered
 from kernel.node import Node, node_names
 from kernel.rng import rng as seeded
 from kernel.spec import RunSpec
@@ -156,7 +155,7 @@ class SimDB:
 
     def open_transactions(self) -> dict[str, str]:
         """Every live simulated broker's ListTransactions answer, from its coordinator's own handler."""
-        req = SimpleNamespace(state_filters=list(OPEN_STATES), producer_id_filters=[])
+        req = SimpleNamespace(state_filters=list(OPEN_TXN_STATES), producer_id_filters=[])
         out: dict[str, str] = {}
         for n in self.sim.nodes.values():
             if n.core is None or n.paused:
