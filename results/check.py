@@ -211,21 +211,6 @@ def bad_types(test_json: dict[str, Any] | None, *, drained: bool = True) -> list
     return bad
 
 
-def drain_gave_up(facts: HistoryScan, test_json: dict[str, Any] | None) -> bool:
-    """A final drain started and stopped short: its last op ended other than ok (ours gives up at the
-    first: a poll that could not find the partition's leader for a minute is `info`, and what lay past
-    it was never looked for), or the harness said so (test.json `drained: false`)."""
-    return facts.final_ended_short or (facts.final_ops > 0 and test_json is not None
-                                       and test_json.get("drained") is False)
-
-
-def drain_complete(facts: HistoryScan, test_json: dict[str, Any] | None) -> bool:
-    """Did a final drain read every key to its end? Only then does `unseen` mean lost. A container run
-    whose drain kept hearing NOT_LEADER after a partition was once judged INVALID for 107 `unseen`
-    values that sat in every replica's log."""
-    return facts.final_ops > 0 and not drain_gave_up(facts, test_json)
-
-
 _views = itertools.count()
 
 
@@ -533,9 +518,9 @@ def _rounded(timings: dict[str, float]) -> dict[str, float]:
 
 def _verdict(r: _Run, found: dict[str, dict[str, Any]], crashed: list[str], perf_summary: dict[str, Any],
              elle: dict[str, Any]) -> CheckResult:
-    bad = bad_types(r.files.test_json, drained=drain_complete(r.facts, r.files.test_json) and not r.incomplete)
+    bad = bad_types(r.files.test_json, drained=r.facts.drain_complete(r.files.test_json) and not r.incomplete)
     warnings = list(r.warnings)
-    gave_up = drain_gave_up(r.facts, r.files.test_json)
+    gave_up = r.facts.drain_gave_up(r.files.test_json)
     if "unseen" in found and "unseen" not in bad:
         warnings.append("unseen values are not judged: the final drain gave up before the end of the log"
                         if gave_up else "unseen values are not judged: the history has no complete final drain")

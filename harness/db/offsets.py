@@ -9,11 +9,11 @@ stopped at that HW would miss (`kernel.db.recovered`).
 from __future__ import annotations
 
 import socket
-import struct
 from typing import Any
 
 from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 
+from harness.db.wire import WireError, ask, connected
 from kernel.db import LeaderEnd, StableEnd
 
 LATEST = -1
@@ -26,32 +26,18 @@ def _ask(sock: socket.socket, corr: int, replica_id: int, topic: str, keys: list
     req = ListOffsetsRequest(version=4, replica_id=replica_id, isolation_level=isolation_level, topics=[
         t(version=4, name=topic, partitions=[t.ListOffsetsPartition(version=4, partition_index=k, timestamp=LATEST)
                                              for k in keys])])
-    req.with_header(correlation_id=corr, client_id="chaos-recovery")
-    sock.sendall(bytes(req.encode(header=True, framed=True)))
-    size = struct.unpack(">i", exact(sock, 4))[0]
-    resp = ListOffsetsResponse.decode(exact(sock, size), version=4, header=True)
+    resp = ask(sock, req, ListOffsetsResponse, 4, corr)
     return {int(p.partition_index): p for tp in resp.topics for p in tp.partitions if p.error_code == 0}
-
-
-def exact(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed by the broker")
-        buf += chunk
-    return buf
 
 
 def leader_ends(address: str, broker_id: int, topic: str, keys: list[int], timeout_s: float = 3.0
                 ) -> dict[int, LeaderEnd]:
     """The ends of those of `keys` the broker at `address` leads; {} when it does not answer."""
-    host, port = address.rsplit(":", 1)
     try:
-        with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
+        with connected(address, timeout_s) as sock:
             hws = _ask(sock, 1, -1, topic, keys)
             leos = _ask(sock, 2, broker_id, topic, keys)
-    except (OSError, ValueError, struct.error):
+    except WireError:
         return {}
     return {k: LeaderEnd(int(hws[k].offset), int(leos[k].offset), int(hws[k].leader_epoch))
             for k in keys if k in hws and k in leos}
@@ -59,11 +45,10 @@ def leader_ends(address: str, broker_id: int, topic: str, keys: list[int], timeo
 
 def stable_ends(address: str, topic: str, keys: list[int], timeout_s: float = 3.0) -> dict[int, StableEnd]:
     """LSO (ListOffsets read_committed) and HW of those of `keys` the broker at `address` leads."""
-    host, port = address.rsplit(":", 1)
     try:
-        with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
+        with connected(address, timeout_s) as sock:
             lsos = _ask(sock, 1, -1, topic, keys, READ_COMMITTED)
             hws = _ask(sock, 2, -1, topic, keys)
-    except (OSError, ValueError, struct.error):
+    except WireError:
         return {}
     return {k: StableEnd(int(lsos[k].offset), int(hws[k].offset)) for k in keys if k in lsos and k in hws}

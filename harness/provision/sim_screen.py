@@ -16,7 +16,7 @@ import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from kernel.history import OpType, read_ops, reads, writes
+from kernel.history import HistoryScan, OpType, read_ops, reads, writes
 from results.hanging import hanging_anomalies
 
 
@@ -32,17 +32,14 @@ def screen(run_dir: Path, *, idempotent: bool = True) -> dict[str, int]:
     max_read: dict[int, int] = {}
     read_values: set[int] = set()
     times_read: Counter[tuple[int, int]] = Counter()  # (key, value) -> reads: G1a once every fail is known
-    drain_ops, drain_gave_up = 0, False  # complete only if it ran and its last op ended ok
     out: dict[str, int] = defaultdict(int)
-    for op in read_ops(run_dir / "history.jsonl"):
+    facts = HistoryScan(run_dir / "history.jsonl")  # the drain's ops, as the check judges them
+    for op in read_ops(facts.path, facts):
         if not op.is_client:
             continue
         if op.type is OpType.INVOKE:
             sent.update(w.value for w in writes(op))
             continue
-        if op.final:
-            drain_ops += 1
-            drain_gave_up = op.type is not OpType.OK
         if op.type is OpType.FAIL:
             failed.update((w.key, w.value) for w in writes(op))
         if op.type is OpType.OK:
@@ -64,7 +61,7 @@ def screen(run_dir: Path, *, idempotent: bool = True) -> dict[str, int]:
     out["G1a"] += sum(times_read[kv] for kv in failed)
     meta_file = run_dir / "test.json"
     meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
-    drained = drain_ops > 0 and not drain_gave_up and meta.get("drained") is not False
+    drained = facts.drain_complete(meta)
     for (key, offset), value in acked.items():
         if value in read_values:
             continue

@@ -85,6 +85,19 @@ class HistoryScan:
     def incomplete(self) -> bool:
         return self.truncated_tail or bool(self.pending)
 
+    def drain_gave_up(self, test_json: dict[str, Any] | None) -> bool:
+        """A final drain started and stopped short: its last op ended other than ok (ours gives up at
+        the first: a poll that could not find the partition's leader for a minute is `info`, and what
+        lay past it was never looked for), or the harness said so (test.json `drained: false`)."""
+        return self.final_ended_short or (self.final_ops > 0 and test_json is not None
+                                          and test_json.get("drained") is False)
+
+    def drain_complete(self, test_json: dict[str, Any] | None) -> bool:
+        """Did a final drain read every key to its end? Only then does `unseen` mean lost. A container
+        run whose drain kept hearing NOT_LEADER after a partition was once judged INVALID for 107
+        `unseen` values that sat in every replica's log."""
+        return self.final_ops > 0 and not self.drain_gave_up(test_json)
+
 
 class _Reader:
     def __init__(self, path: Path, facts: HistoryScan) -> None:

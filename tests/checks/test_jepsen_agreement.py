@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from kernel.history import scan
-from results.check import CheckResult, check_runs, drain_complete, sub_via
+from results.check import CheckResult, check_runs, sub_via
 from results.cycles import CYCLE_TYPES
 
 HERE = Path(__file__).resolve().parent
@@ -162,7 +162,7 @@ def test_same_verdict_and_anomaly_types_as_jepsen(both: dict[str, Any], case: st
     # the verdict: Jepsen's by default (no ww edges), less what it judges on purpose otherwise
     test_json = json.loads((ours.run_dir / "test.json").read_text()) if (ours.run_dir / "test.json").exists() else {}
     idempotent = test_json.get("config", {}).get("idempotence", True)
-    drained = drain_complete(scan(ours.run_dir / "history.jsonl"), test_json or None)
+    drained = scan(ours.run_dir / "history.jsonl").drain_complete(test_json or None)
     theirs_bad = set(plain["bad-error-types"]) - set(CYCLE_EXISTS) - extra
     if not drained:
         # ours: without a final drain that read to the end, never read says nothing (README); Jepsen
