@@ -2,8 +2,10 @@
 Spark cluster (`--spark-master`), with the live progress line and an optional per-seed verdict file.
 
 The verdict file (JSON lines, one per seed, in seed order) is what makes the two paths comparable:
-`{"seed": 17, "screened": {"lost-write": 2}}`. The screen's verdict is a pure function of the seed
-(the simulator is deterministic per seed, kernel/rng.py), so both paths must write the same lines.
+`{"seed": 17, "screened": {"lost-write": 2}, "probes": {"controller-failover": 3}}`. The screen's
+verdict and the coverage probes the seed hit (every node's counts, summed) are a pure function of the
+seed (the simulator is deterministic per seed, kernel/rng.py), so both paths must write the same
+lines; the probes make a campaign's coverage (hit / never hit per probe) readable from the file.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from harness.sim_search import SearchOutcome, Simulated, search
 from kernel.spec import RunSpec
 
 
-def write_verdicts(path: Path, verdicts: dict[int, dict[str, int]]) -> None:
+def write_verdicts(path: Path, verdicts: dict[int, dict[str, Any]]) -> None:
+    """`verdicts`: seed -> {"screened": ..., "probes": ...}, written in seed order."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"seed": s, "screened": verdicts[s]}, sort_keys=True) + "\n"
+    path.write_text("".join(json.dumps({"seed": s, **verdicts[s]}, sort_keys=True) + "\n"
                             for s in sorted(verdicts)))
 
 
@@ -34,13 +37,14 @@ def hunt(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, spark_ma
     """`fleet`: seeds as Spark tasks on `spark_master` (failing runs kept under
     STORE/sim-fleet/<stamp>/); else `jobs` processes here, checks on `spark_master`, steered by
     `guide` when given (the fleet draws plain seed ranges only)."""
-    verdicts: dict[int, dict[str, int]] = {}
+    verdicts: dict[int, dict[str, Any]] = {}
     if fleet:
         from harness.fleet.search import fleet_search
 
         def row_seen(row: dict[str, Any]) -> None:
             if "checked" not in row:
-                verdicts[int(row["seed"])] = dict(row["screened"])
+                verdicts[int(row["seed"])] = {"screened": dict(row["screened"]),
+                                              "probes": dict(row.get("probes", {}))}
 
         work = store / "sim-fleet" / time.strftime("%Y%m%dT%H%M%S")
         fo = fleet_search(
@@ -54,7 +58,7 @@ def hunt(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, spark_ma
         shown = SearchProgress(budget_s, max_seeds)
 
         def sim_seen(sim: Simulated) -> None:
-            verdicts[sim.seed] = dict(sim.screened)
+            verdicts[sim.seed] = {"screened": dict(sim.screened), "probes": dict(sim.probes)}
             shown.seeds = len(verdicts)
             shown.failures += bool(sim.screened)
 
@@ -67,7 +71,7 @@ def hunt(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, spark_ma
     if verdicts_path is not None:
         write_verdicts(verdicts_path, verdicts)
         say(f"per-seed verdicts: {verdicts_path} ({len(verdicts)} seeds, "
-            f"{sum(bool(v) for v in verdicts.values())} failing)")
+            f"{sum(bool(v['screened']) for v in verdicts.values())} failing)")
     return out
 
 

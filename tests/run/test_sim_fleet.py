@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,26 +30,29 @@ SEARCH = ["--bug", "truncate-to-hw", "--nemesis", "kill", "--nemesis-interval", 
           "--budget", "5m", "--no-check", "--no-shrink"]
 
 
-def _verdicts(tmp: Path, *how: str, env: dict[str, str] | None = None) -> tuple[dict[int, dict[str, int]], str]:
+def _verdicts(tmp: Path, *how: str, env: dict[str, str] | None = None) -> tuple[dict[int, dict[str, Any]], str]:
+    """Each seed's line of the verdict file: its screen's anomalies and the coverage probes it hit."""
     out = subprocess.run([CHAOS, "sim-search", *SEARCH, *how, "--store", str(tmp / "store"),
                           "--verdicts", str(tmp / "verdicts.jsonl")],
                          capture_output=True, text=True, timeout=900, env={**os.environ, **(env or {})})
     assert out.returncode in (0, 1), out.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp / "verdicts.jsonl").read_text().splitlines()]
-    return {r["seed"]: r["screened"] for r in rows}, out.stderr
+    return {r.pop("seed"): r for r in rows}, out.stderr
 
 
 @pytest.fixture(scope="module")
-def by_jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, int]]:
+def by_jobs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict[str, Any]]:
     verdicts, _ = _verdicts(tmp_path_factory.mktemp("jobs"), "--jobs", "2")
     assert sorted(verdicts) == list(range(1, 9))
-    assert any(verdicts.values()) and not all(verdicts.values()), verdicts  # both verdicts occur
+    screened = [v["screened"] for v in verdicts.values()]
+    assert any(screened) and not all(screened), verdicts  # both verdicts occur
+    assert all(v["probes"] for v in verdicts.values())  # every seed's coverage is in its line
     return verdicts
 
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_spark_tasks_give_the_verdicts_of_jobs(tmp_path: Path, by_jobs: dict[int, dict[str, int]]) -> None:
+def test_spark_tasks_give_the_verdicts_of_jobs(tmp_path: Path, by_jobs: dict[int, dict[str, Any]]) -> None:
     # an inherited PYSPARK_PYTHON naming another interpreter (CI's pytest process had set one) must not
     # send a local executor's tasks to a Python without the project
     verdicts, err = _verdicts(tmp_path, "--spark-master", "local[2]", env={"PYSPARK_PYTHON": "python3"})
@@ -56,7 +60,7 @@ def test_spark_tasks_give_the_verdicts_of_jobs(tmp_path: Path, by_jobs: dict[int
     assert "0 retried task result(s) dropped" in err, err[-2000:]
     assert "coverage: 0 probes hit" not in err and "probes hit" in err  # the executors' probe counts came back
     kept = sorted(p.name for p in (tmp_path / "store" / "sim-fleet").glob("*/seed-*"))
-    assert kept == sorted(f"seed-{s}" for s, bad in by_jobs.items() if bad)  # failing seeds' runs, once each
+    assert kept == sorted(f"seed-{s}" for s, v in by_jobs.items() if v["screened"])  # failing seeds' runs, once each
     for d in (tmp_path / "store" / "sim-fleet").glob("*/seed-*"):
         assert len(list(d.rglob("history.jsonl"))) == 1 and list(d.rglob("replicas"))
 
@@ -64,8 +68,8 @@ def test_spark_tasks_give_the_verdicts_of_jobs(tmp_path: Path, by_jobs: dict[int
 @pytest.mark.spark
 @pytest.mark.slow
 def test_a_crashed_worker_is_retried_and_its_seed_counted_once(tmp_path: Path,
-                                                               by_jobs: dict[int, dict[str, int]]) -> None:
-    seed = min(s for s, bad in by_jobs.items() if bad)  # crashes after its failing run was kept
+                                                               by_jobs: dict[int, dict[str, Any]]) -> None:
+    seed = min(s for s, v in by_jobs.items() if v["screened"])  # crashes after its failing run was kept
     marker = tmp_path / "crashed-once"
     verdicts, err = _verdicts(tmp_path, "--spark-master", "local[2,3]",
                               env={FAIL_ONCE_ENV: f"{marker}:{seed}"})
@@ -73,7 +77,7 @@ def test_a_crashed_worker_is_retried_and_its_seed_counted_once(tmp_path: Path,
     assert verdicts == by_jobs
     assert "8 seeds" in err, err[-2000:]
     [work] = (tmp_path / "store" / "sim-fleet").iterdir()
-    assert sorted(p.name for p in work.iterdir()) == sorted(f"seed-{s}" for s, bad in by_jobs.items() if bad)
+    assert sorted(p.name for p in work.iterdir()) == sorted(f"seed-{s}" for s, v in by_jobs.items() if v["screened"])
     assert len(list((work / f"seed-{seed}").rglob("history.jsonl"))) == 1  # replaced, not added to
 
 
