@@ -32,6 +32,8 @@ from kernel.nemesis import PlannedFault
 from kernel.test import Test
 
 log = logging.getLogger(__name__)
+#: the checkers' start-of-run notes already said in this process (`run`)
+_ANNOUNCED: set[str] = set()
 
 
 @dataclass
@@ -73,8 +75,9 @@ def run(test: Test, *, progress: bool = True, say: Callable[[str], None] = _stde
     seed's (a shrunk one; `extra_meta` then says so in test.json). `narrate`: one line per phase
     through `say` (`chaos run`'s console). A checker that can warm up (`warm_up(run_dir)`) is started
     when the workload starts, so its session is ready when the run ends."""
-    if check and (note := getattr(test.checker, "announce", lambda: None)()):
-        say(note)  # once, at the start: what this run's check will not look for
+    if check and (note := getattr(test.checker, "announce", lambda: None)()) and note not in _ANNOUNCED:
+        _ANNOUNCED.add(note)  # once, at the start: what this run's check will not look for; once per
+        say(note)  # process, so `chaos detect`, `--test-count` and a night do not repeat it every run
     logging.getLogger("kazoo").setLevel(logging.ERROR)  # its reconnect chatter during partitions is expected
     with stop_signals(), recording(test, say) as rec:
         if narrate:

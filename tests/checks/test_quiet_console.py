@@ -44,3 +44,18 @@ def test_a_jvm_that_does_not_start_is_this_machines_problem(tmp_path: Path) -> N
     last = res.stderr.strip().splitlines()[-1]
     assert last.startswith("chaos: the Spark driver JVM did not start") and str(run / "spark.log") in last, last
     assert "Traceback" not in res.stderr
+
+
+def test_several_runs_in_one_command_say_what_is_not_looked_for_once(tmp_path: Path) -> None:
+    """`--test-count`, `chaos detect` and a night run many checks in one process: the sentence that
+    elle-cli is absent is said at the first run's start, not again at every run."""
+    bare = tmp_path / "bin"  # a PATH without elle-cli, whatever this machine has installed
+    bare.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "ELLE_CLI"}
+    env["PATH"] = f"{bare}{os.pathsep}{os.path.dirname(CHAOS)}{os.pathsep}/usr/bin{os.pathsep}/bin"
+    res = subprocess.run([CHAOS, "run", "--provisioner", "sim", "--nodes", "3", "--time-limit", "5", "--rate", "10",
+                          "--nemesis", "kill", "--seed", "3", "--test-count", "2", "--store", str(tmp_path / "store")],
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stderr.count("elle-cli not found") == 1, res.stderr
+    assert res.stderr.count("VALID") >= 2, res.stderr  # both runs were checked
