@@ -93,9 +93,7 @@ class LaggingFollowerFamily:
         if fault.kind == "kill-leader":
             steps.kill(done, "down", [leader])
         else:
-            ctx.pausable().pause(leader, process="broker")
-            done["down"] = (steps.start("start-pause", {"kind": "one", "node": leader.name, "process": "broker"}),
-                            [leader.name])
+            steps.pause(done, "down", leader)
         after = view.partition(ctx.topic, key)
         out["isr_when_leader_went"] = [n.name for n in after.isr] if after else None
         return out
@@ -103,10 +101,8 @@ class LaggingFollowerFamily:
     async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
         steps, done = Steps(ctx, fault), started.get("steps", {})
         steps.lift(done, ("cut", "cut-controller"))
-        if fault.kind == "pause-leader" and "down" in done:
-            sid, names = done.pop("down")
-            ctx.pausable().resume(ctx.node(names[0]), process="broker")
-            steps.stop(sid, "stop-pause", {"kind": "one", "node": names[0], "process": "broker"})
+        if fault.kind == "pause-leader":
+            steps.resume(done, "down")
         steps.restart(done, "down", "isr" if fault.kind == "kill-isr" else "one")
         return {k: v for k, v in started.items() if k != "steps"}
 

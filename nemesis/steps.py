@@ -54,6 +54,18 @@ class Steps:
         names = [n.name for n in nodes]
         done[step] = (self.start("start-kill", {"kind": kind, "nodes": names}), names)
 
+    def pause(self, done: dict[str, Any], step: str, node: Node) -> None:
+        """Stop `node`'s broker process (SIGSTOP on containers) as the recorded step `step`."""
+        self.ctx.pausable().pause(node, process="broker")
+        done[step] = (self.start("start-pause", {"kind": "one", "node": node.name, "process": "broker"}), [node.name])
+
+    def resume(self, done: dict[str, Any], step: str) -> None:
+        """Let the broker the pause step `step` stopped run again, and close the step."""
+        if step in done:
+            sid, names = done.pop(step)
+            self.ctx.pausable().resume(self.ctx.node(names[0]), process="broker")
+            self.stop(sid, "stop-pause", {"kind": "one", "node": names[0], "process": "broker"})
+
     def restart(self, done: dict[str, Any], step: str, kind: str = "one") -> None:
         """Start again what the kill step `step` killed, in order, and close the step."""
         if step in done:

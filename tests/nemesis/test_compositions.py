@@ -72,12 +72,15 @@ def _paired(ops: list[tuple[str, dict[str, Any], object]]) -> None:
 def test_double_failover(deployed: tuple[LogbrokerDB, Cluster]) -> None:
     ops, started, stopped = _play("double-failover", "kill", deployed)
     assert "skipped" not in started, started
-    assert [f for f, _, _ in ops[:4]] == ["start-partition", "start-partition", "start-kill", "start-kill"]
-    mute, cut = ops[0][1], ops[1][1]
-    # the survivor first stops hearing the first leader's answers, then cannot reach the next leader
+    assert [f for f, _, _ in ops[:6]] == ["start-pause", "start-partition", "stop-pause", "start-partition",
+                                          "start-kill", "start-kill"]
+    hold, mute, cut = ops[0][1], ops[1][1], ops[3][1]
+    # the next leader is held while the survivor fetches ahead of the HW; the survivor stops hearing
+    # the first leader's answers before the next one runs again; then it cannot reach the next leader
+    assert hold["node"] == started["next_leader"] and ops[2][1]["node"] == started["next_leader"]
     assert mute["kind"] == "mute" and mute["grudge"] == {started["survivor"]: [started["first_leader"]]}
     assert cut["kind"] == "cut" and cut["grudge"] == {started["next_leader"]: [started["survivor"]]}
-    assert ops[2][1]["nodes"] == [started["first_leader"]] and ops[3][1]["nodes"] == [started["next_leader"]]
+    assert ops[4][1]["nodes"] == [started["first_leader"]] and ops[5][1]["nodes"] == [started["next_leader"]]
     assert started["elected"] == started["next_leader"]
     assert stopped["first_leader"] == started["first_leader"]
     _paired(ops)
