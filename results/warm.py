@@ -7,7 +7,9 @@ its first use (Spark's whole-stage code generation, the JIT). None of that depen
 so it can happen while the workload runs: a tiny built-in history is checked through the same code
 (`check_runs`, nothing written), which leaves the session up and Spark's generated classes cached
 (Spark keys them by their source, the same for any history), so the run's own check pays only for
-its data.
+its data. The tiny check runs with generated code on purpose, and once it passed the run's check uses
+generated code at any size (`frames.classes_cached`): interpreting wins only where compiling is
+still to be paid.
 
 Low priority: the warm-up thread lowers its own scheduling priority (nice 10) before it starts the
 JVM, which inherits it, so the workload's clients and the nodes keep the CPU they need on a small
@@ -89,6 +91,7 @@ class WarmUp:
             if self._hurry.is_set():  # `finish` came between: it may have missed this thread
                 os.setpriority(os.PRIO_PROCESS, self._tid, 0)
         try:
+            from results import frames
             from results.check import check_runs
             from results.spark import get_spark
 
@@ -96,12 +99,18 @@ class WarmUp:
             if self._hurry.is_set():  # the run ended first: the check itself warms the rest up
                 _renice_jvm(0)
                 return
-            with tempfile.TemporaryDirectory(prefix="chaos-warm-") as tmp:
-                run = Path(tmp) / "run"
-                _tiny_run(run)
-                got = check_runs([run], spark_master=self.spark_master, elle_cli=None, write=False, perf=False,
-                                 keep_going=False)[0]
-                self.valid = getattr(got, "valid", None)
+            # the tiny check compiles every query's classes (a cold compile costs seconds, paid here
+            # while the workload runs), and then the run's own check uses them whatever its size
+            frames.classes_cached(True)
+            try:
+                with tempfile.TemporaryDirectory(prefix="chaos-warm-") as tmp:
+                    run = Path(tmp) / "run"
+                    _tiny_run(run)
+                    got = check_runs([run], spark_master=self.spark_master, elle_cli=None, write=False,
+                                     perf=False, keep_going=False)[0]
+                    self.valid = getattr(got, "valid", None)
+            finally:
+                frames.classes_cached(self.valid is True)
         except Exception as e:  # the check will meet the same problem and say it properly
             self.error = f"{type(e).__name__}: {e}"
             log.info("warming the check up failed: %s", self.error)
