@@ -240,7 +240,11 @@ class Librdkafka:
     def close(self) -> None:
         self._close_consumer()
         if self.producer is not None:
-            self.producer.flush(0)
+            # a producer in a fatal state (fenced, or a transaction the broker refused to end:
+            # INVALID_TXN_STATE) raises its error here; it is dropped all the same. Raising crashed the
+            # worker that retired it, and a crashed worker makes the whole run unknown
+            with contextlib.suppress(KafkaException):
+                self.producer.flush(0)
             self.producer = None
 
 
