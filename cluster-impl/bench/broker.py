@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import statistics
 import sys
 import tempfile
@@ -157,11 +158,63 @@ def consume_committing(bootstrap: str, topic: str, n: int, batch: int) -> dict[s
             "commit_p99_ms": lat[int(len(lat) * 0.99)] * 1e3}
 
 
+def produce_consume(messages: int, env: dict[str, str]) -> dict[str, float]:
+    """One fresh broker (started with `env` added), one topic: produce `messages`, then read them."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # the broker process inherits it
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            b = BrokerProc(Path(d) / "data").start()
+            try:
+                admin = AdminClient({"bootstrap.servers": b.bootstrap, "logger": quiet})
+                for f in admin.create_topics([NewTopic("bench", 1, 1)]).values():
+                    f.result(15)
+                out = {f"produce_{k}": v for k, v in produce(b.bootstrap, "bench", messages).items()}
+                out.update({f"consume_{k}": v for k, v in consume(b.bootstrap, "bench", messages).items()})
+                return out
+            finally:
+                b.kill()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def probes_cost(messages: int, rounds: int) -> dict[str, Any]:
+    """What the coverage probes cost: the produce and consume measures of a broker with its probes
+    on and with them off (`LOGBROKER_PROBES=off`), in alternating rounds so that a machine's drift
+    falls on both; medians, and on/off ratios (1.0: no cost; the spread of the rounds is the noise)."""
+    runs: dict[str, list[dict[str, float]]] = {"on": [], "off": []}
+    for _ in range(rounds):
+        for mode in ("on", "off"):
+            runs[mode].append(produce_consume(messages, {"LOGBROKER_PROBES": mode}))
+    keys = ("produce_msgs_per_s", "produce_p99_ms", "consume_msgs_per_s")
+    out: dict[str, Any] = {"messages": messages, "rounds": rounds}
+    for mode, rs in runs.items():
+        out[mode] = {k: round(statistics.median(r[k] for r in rs), 2) for k in keys}
+        out[mode]["spread"] = {k: [round(min(r[k] for r in rs), 2), round(max(r[k] for r in rs), 2)] for k in keys}
+    out["on_over_off"] = {k: round(out["on"][k] / out["off"][k], 3) for k in keys}
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, default=Path("bench-results/broker.json"))
     ap.add_argument("--messages", type=int, default=200_000)
+    ap.add_argument("--probes-cost", type=int, default=0, metavar="ROUNDS",
+                    help="only measure what the coverage probes cost: ROUNDS of probes on / off")
     args = ap.parse_args()
+    if args.probes_cost:
+        res = probes_cost(args.messages, args.probes_cost)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(res, indent=2))
+        print(json.dumps(res, indent=2))
+        print(f"written to {args.out}")
+        return 0
     from confluent_kafka.admin import AdminClient, NewTopic
 
     results: dict[str, object] = {"value_bytes": len(VALUE), "acks": 1}

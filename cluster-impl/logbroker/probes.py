@@ -146,6 +146,10 @@ PLACED: set[str] = set()
 _PROCESS: Counts = {}
 _scope: Callable[[], Counts | None] | None = None
 _file: Path | None = None
+#: `LOGBROKER_PROBES=off` in a broker's environment makes every probe a no-op (read once, at import).
+#: Nothing runs that way but the broker benchmark's measure of what probes cost
+#: (`cluster-impl/bench/broker.py --probes-cost`); a run without probes could not say what it reached.
+_OFF = os.environ.get("LOGBROKER_PROBES", "on") == "off"
 
 
 class Probe:
@@ -166,12 +170,21 @@ class Probe:
             flush()
 
 
+class _Silent(Probe):
+    """A probe that counts nothing (`LOGBROKER_PROBES=off`)."""
+
+    __slots__ = ()
+
+    def __call__(self) -> None:
+        return None
+
+
 def probe(name: str) -> Probe:
     """The probe `name`, for a call site; an unregistered name is a KeyError at import."""
     if name not in PROBES:
         raise KeyError(f"unknown probe {name!r}: register it in logbroker/probes.py first")
     PLACED.add(name)
-    return Probe(name)
+    return _Silent(name) if _OFF else Probe(name)
 
 
 def set_scope(scope: Callable[[], Counts | None] | None) -> Callable[[], Counts | None] | None:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import pkgutil
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import logbroker
@@ -89,3 +92,19 @@ def test_a_process_file_is_written_at_a_first_hit_and_summed_by_the_dump(tmp_pat
     got = json.loads((out / "probes.json").read_text())
     assert got["counts"] == {"controller-failover": 1, "unclean-leader-election": 3} and got["processes"] == 2
     assert got["probes"] == probes.PROBES and got["bug_probes"] == probes.BUG_PROBES
+
+
+def test_probes_off_count_nothing_and_still_refuse_an_unknown_name() -> None:
+    """`LOGBROKER_PROBES=off` exists only for the benchmark of what probes cost: the same broker code,
+    every probe a no-op — and a misspelt name still fails at import."""
+    code = ("from logbroker import probes\n"
+            "p = probes.probe('follower-truncates-below-hw'); p(); p()\n"
+            "with probes.counting() as got:\n    p()\n"
+            "print(probes.process_counts(), got)\n"
+            "try:\n    probes.probe('no-such-probe')\nexcept KeyError:\n    print('refused')\n")
+    env = {**os.environ, "LOGBROKER_PROBES": "off", "PYTHONPATH": str(Path(logbroker.__file__).parents[1])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[:2] == ["{} {}", "refused"]
+    env["LOGBROKER_PROBES"] = "on"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[0] == "{'follower-truncates-below-hw': 2} {'follower-truncates-below-hw': 1}"
