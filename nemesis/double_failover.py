@@ -13,7 +13,7 @@ fetches them back — unless it is elected leader first. This composition builds
    the ZooKeeper session. Without the hold the window was whatever one fetch round trip left between
    R's log end and its HW, often nothing: a leader answers a waiting fetch as soon as its HW moves,
    so R usually knew the HW of everything it had (the mute alone caught the planted bug in 3 of 5
-   container seeds, and before the mute 3 of 5 as well);
+   container seeds, as did the composition before the mute; with the hold, 5 of 5);
 1. cut R off from N's broker port (R cannot fetch from N; ZooKeeper, the controller and clients
    are untouched) — a `partition` step of kind `cut`;
 2. kill L1 (a `kill` step); the controller elects N, R becomes N's follower (and truncates);
