@@ -186,11 +186,11 @@ def produce_consume(messages: int, env: dict[str, str]) -> dict[str, float]:
 
 def probes_cost(messages: int, rounds: int) -> dict[str, Any]:
     """What the coverage probes cost: the produce and consume measures of a broker with its probes
-    on and with them off (`LOGBROKER_PROBES=off`), in alternating rounds so that a machine's drift
-    falls on both; medians, and on/off ratios (1.0: no cost; the spread of the rounds is the noise)."""
+    on and with them off (`LOGBROKER_PROBES=off`), in alternating rounds and orders so that a
+    machine's drift falls on both; medians, and on/off ratios (1.0: no cost; the spread of the rounds is the noise)."""
     runs: dict[str, list[dict[str, float]]] = {"on": [], "off": []}
-    for _ in range(rounds):
-        for mode in ("on", "off"):
+    for i in range(rounds):
+        for mode in ("on", "off") if i % 2 == 0 else ("off", "on"):  # neither always goes first
             runs[mode].append(produce_consume(messages, {"LOGBROKER_PROBES": mode}))
     keys = ("produce_msgs_per_s", "produce_p99_ms", "consume_msgs_per_s")
     out: dict[str, Any] = {"messages": messages, "rounds": rounds}
