@@ -30,11 +30,15 @@ class Disk:
                 self.durable[key] = max(min(self.durable.get(key, 0), seg.low), seg.durable)
 
     def crash(self, core: Any) -> None:
-        """A SIGKILL: the process's files close; everything written stays (page cache)."""
+        """A SIGKILL: the process's files close; everything written stays (page cache). The aborted
+        transaction index is a file of the log too: left open, every simulated crash and every
+        run's end leaked one descriptor per replica (and its deleted file's memory in /dev/shm), and
+        a sim-search process died of `Too many open files` after 876 seeds."""
         self.remember(core)
         for p in list(core.partitions.values()):
             for seg in p.log.segments:
                 seg.close()
+            p.log.aborted.close()
 
     def power_loss(self, core: Any, rng: random.Random) -> dict[str, int]:
         """The process dies and each log file keeps its durable part plus a seeded part of the rest.
