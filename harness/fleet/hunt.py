@@ -38,6 +38,25 @@ def hunt(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, spark_ma
     STORE/sim-fleet/<stamp>/); else `jobs` processes here, checks on `spark_master`, steered by
     `guide` when given (the fleet draws plain seed ranges only)."""
     verdicts: dict[int, dict[str, Any]] = {}
+    try:
+        out = _hunt(base, verdicts, first_seed=first_seed, budget_s=budget_s, jobs=jobs, spark_master=spark_master,
+                    fleet=fleet, say=say, store=store, max_seeds=max_seeds, check_batch=check_batch, rates=rates,
+                    keep_going=keep_going, progress=progress, shrink_found=shrink_found, guide=guide)
+    finally:  # a harness error or Ctrl-C part-way keeps the verdicts of the seeds already done
+        if verdicts_path is not None:
+            write_verdicts(verdicts_path, verdicts)
+            say(f"per-seed verdicts: {verdicts_path} ({len(verdicts)} seeds, "
+                f"{sum(bool(v['screened']) for v in verdicts.values())} failing)")
+    if out.found is not None and not shrink_found:
+        out.shrunk = list(out.found.faults)  # saved as found
+    return out
+
+
+def _hunt(base: RunSpec, verdicts: dict[int, dict[str, Any]], *, first_seed: int, budget_s: float, jobs: int,
+          spark_master: str | None, fleet: bool, say: Callable[[str], None], store: Path, max_seeds: int | None,
+          check_batch: int, rates: tuple[float, ...], keep_going: bool, progress: bool, shrink_found: bool,
+          guide: CoverageGuide | None) -> SearchOutcome:
+    """The search on one of its two paths, each seed's verdict put in `verdicts` as it comes."""
     if fleet:
         from harness.fleet.search import fleet_search
 
@@ -51,28 +70,20 @@ def hunt(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, spark_ma
             base, first_seed=first_seed, budget_s=budget_s, spark_master=spark_master, say=say, work_dir=work,
             max_seeds=max_seeds, shrink_found=shrink_found, check_batch=check_batch, rates=rates,
             keep_going=keep_going, on_seed=row_seen, progress=progress)
-        out: SearchOutcome = fo
         say(f"Spark: {fo.cores} cores on {len(fo.hosts)} host(s); {fo.duplicates} retried task result(s) "
             f"dropped (each seed counted once); failing seeds' runs under {work}")
-    else:
-        shown = SearchProgress(budget_s, max_seeds)
+        return fo
+    shown = SearchProgress(budget_s, max_seeds)
 
-        def sim_seen(sim: Simulated) -> None:
-            verdicts[sim.seed] = {"screened": dict(sim.screened), "probes": dict(sim.probes)}
-            shown.seeds = len(verdicts)
-            shown.failures += bool(sim.screened)
+    def sim_seen(sim: Simulated) -> None:
+        verdicts[sim.seed] = {"screened": dict(sim.screened), "probes": dict(sim.probes)}
+        shown.seeds = len(verdicts)
+        shown.failures += bool(sim.screened)
 
-        with live_search(shown, enabled=progress):
-            out = search(base, first_seed=first_seed, budget_s=budget_s, jobs=jobs, say=say, max_seeds=max_seeds,
-                         check_batch=check_batch, spark_master=spark_master, rates=rates, keep_going=keep_going,
-                         on_seed=sim_seen, shrink_found=shrink_found, guide=guide)
-    if out.found is not None and not shrink_found:
-        out.shrunk = list(out.found.faults)  # saved as found
-    if verdicts_path is not None:
-        write_verdicts(verdicts_path, verdicts)
-        say(f"per-seed verdicts: {verdicts_path} ({len(verdicts)} seeds, "
-            f"{sum(bool(v['screened']) for v in verdicts.values())} failing)")
-    return out
+    with live_search(shown, enabled=progress):
+        return search(base, first_seed=first_seed, budget_s=budget_s, jobs=jobs, say=say, max_seeds=max_seeds,
+                      check_batch=check_batch, spark_master=spark_master, rates=rates, keep_going=keep_going,
+                      on_seed=sim_seen, shrink_found=shrink_found, guide=guide)
 
 
 def save_found(base: RunSpec, out: SearchOutcome, rates: tuple[float, ...], spark_master: str | None,
