@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import statistics
 import sys
 import tempfile
@@ -162,26 +161,17 @@ def produce_consume(messages: int, env: dict[str, str]) -> dict[str, float]:
     """One fresh broker (started with `env` added), one topic: produce `messages`, then read them."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # the broker process inherits it
-    try:
-        with tempfile.TemporaryDirectory() as d:
-            b = BrokerProc(Path(d) / "data").start()
-            try:
-                admin = AdminClient({"bootstrap.servers": b.bootstrap, "logger": quiet})
-                for f in admin.create_topics([NewTopic("bench", 1, 1)]).values():
-                    f.result(15)
-                out = {f"produce_{k}": v for k, v in produce(b.bootstrap, "bench", messages).items()}
-                out.update({f"consume_{k}": v for k, v in consume(b.bootstrap, "bench", messages).items()})
-                return out
-            finally:
-                b.kill()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with tempfile.TemporaryDirectory() as d:
+        b = BrokerProc(Path(d) / "data", env=env).start()
+        try:
+            admin = AdminClient({"bootstrap.servers": b.bootstrap, "logger": quiet})
+            for f in admin.create_topics([NewTopic("bench", 1, 1)]).values():
+                f.result(15)
+            out = {f"produce_{k}": v for k, v in produce(b.bootstrap, "bench", messages).items()}
+            out.update({f"consume_{k}": v for k, v in consume(b.bootstrap, "bench", messages).items()})
+            return out
+        finally:
+            b.kill()
 
 
 def probes_cost(messages: int, rounds: int) -> dict[str, Any]:

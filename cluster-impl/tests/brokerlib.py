@@ -35,6 +35,7 @@ class BrokerProc:
     port: int = field(default_factory=free_port)
     overrides: list[str] = field(default_factory=list)
     bugs: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)  # added to this process's environment
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -54,7 +55,7 @@ class BrokerProc:
         for b in self.bugs:
             args += ["--bug", b]
         with open(self.log_path, "ab") as logf:
-            self.proc = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT, env={**os.environ, **self.env})
         wait_port(self.port)
         return self
 
