@@ -39,7 +39,7 @@ TARGETED: dict[str, tuple[str, ...]] = {
     "stale-epoch-accepted": ("stale-orders",),
     "lost-disk-in-isr": ("disk-loss-last-isr",),
     "lso-ignores-open-txns": ("kill-leader",),
-    "marker-ack-before-replication": ("kill-leader", "pause-leader"),  # sim seed 104 (a leader paused past its session)
+    "marker-ack-before-replication": ("held-markers",),  # markers released to a leader its next leader cannot fetch
     "forget-prepared-txns": ("kill",),  # the coordinator among the victims (sim seed 2)
     "no-txn-verification": ("delayed-produce-leader",),
 }

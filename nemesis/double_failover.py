@@ -33,8 +33,7 @@ from typing import Any
 
 from kernel.capabilities import ClusterView, Killable, Net, Pausable
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
-from kernel.node import Node
-from nemesis.steps import Steps, cut, heal_all, leader_other_than, mute, wait_for
+from nemesis.steps import Steps, cut, heal_all, leader_and_two_followers, leader_other_than, mute, wait_for
 
 #: How long the next leader is held (paused) while the survivor fetches ahead of the HW: spread over
 #: a few keys, 20 writes/s already put some on the key; far below
@@ -66,7 +65,7 @@ class DoubleFailoverFamily:
         planned = int(fault.params["key"])
         ctrl = view.controller()
         out.update(planned_key=planned, controller=ctrl.name if ctrl else None)
-        roles = _roles(view, ctx.topic, ctx.partitions, planned, ctrl)
+        roles = leader_and_two_followers(view, ctx.topic, ctx.partitions, planned, ctrl)
         if roles is None:
             out["skipped"] = "no partition has a leader and two in-sync followers"
             return out
@@ -103,22 +102,3 @@ class DoubleFailoverFamily:
     def heal(self, ctx: NemesisContext) -> None:
         heal_all(ctx, resume=True)
 
-
-def _roles(view: Any, topic: str, partitions: int, planned: int, ctrl: Node | None
-           ) -> tuple[int, Node, Node, Node] | None:
-    """(key, leader, next in line, survivor) for the first key from `planned` whose leader has two
-    in-sync followers, preferring one whose survivor is not the controller."""
-    fallback = None
-    for k in [(planned + i) % partitions for i in range(partitions)]:
-        state = view.partition(topic, k)
-        if state is None or state.leader is None:
-            continue
-        isr = {n.name for n in state.isr}
-        followers = [n for n in state.replicas if n.name != state.leader.name and n.name in isr]
-        if len(followers) < 2:
-            continue
-        roles = (k, state.leader, followers[0], followers[1])
-        if ctrl is None or followers[1].name != ctrl.name:
-            return roles
-        fallback = fallback or roles
-    return fallback

@@ -30,9 +30,8 @@ import random
 from typing import Any
 
 from kernel.capabilities import ClusterView, Killable, Net, Pausable
-from kernel.db import PartitionState
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
-from nemesis.steps import Steps, cut, heal_all, key_led_elsewhere, wait_for
+from nemesis.steps import Steps, cut, heal_all, isr_without, key_led_elsewhere, wait_for
 
 
 class LaggingFollowerFamily:
@@ -82,7 +81,7 @@ class LaggingFollowerFamily:
             # Kafka), and the shrink then crosses AlterIsr and ZooKeeper: on a loaded machine it can
             # land after lag_s. Killing before it would ask a different question (F still in the ISR),
             # so wait for it, at most another lag_s, and record whether it came.
-            shrunk = await wait_for(ctx, lambda: _without(view.partition(ctx.topic, key), f.name),
+            shrunk = await wait_for(ctx, lambda: isr_without(view.partition(ctx.topic, key), f.name),
                                     float(fault.params["lag_s"]))
             now = shrunk or view.partition(ctx.topic, key)
             out["follower_out_of_isr"] = shrunk is not None
@@ -109,9 +108,3 @@ class LaggingFollowerFamily:
     def heal(self, ctx: NemesisContext) -> None:
         heal_all(ctx, resume=True)
 
-
-def _without(state: PartitionState | None, follower: str) -> PartitionState | None:
-    """`state` once it has an ISR without `follower`, else None (a probe for `wait_for`)."""
-    if state is None or any(n.name == follower for n in state.isr):
-        return None
-    return state

@@ -22,6 +22,7 @@ from nemesis.clock import ClockFamily
 from nemesis.delayed_produce import DelayedProduceFamily
 from nemesis.disk_loss import DiskLossFamily
 from nemesis.double_failover import DoubleFailoverFamily
+from nemesis.held_markers import HeldMarkersFamily
 from nemesis.isolate import IsolateFamily
 from nemesis.kill import KillFamily
 from nemesis.lagging_follower import LaggingFollowerFamily
@@ -48,10 +49,12 @@ FAMILIES: dict[str, Callable[[], Family]] = {
     "lose-unfsynced": LoseUnfsyncedFamily,
     "disk-loss": DiskLossFamily,
     "delayed-produce": DelayedProduceFamily,
+    "held-markers": HeldMarkersFamily,
 }
-#: `all`: every family but `delayed-produce`, which only a transactional workload feels (so every
-#: seed's default schedule stays what it was before that family came)
-DEFAULT = tuple(f for f in FAMILIES if f != "delayed-produce")
+#: the families only a transactional workload feels (late produces, transaction markers)
+TXN_ONLY = ("delayed-produce", "held-markers")
+#: `all`: every family but those, so every seed's default schedule stays what it was before they came
+DEFAULT = tuple(f for f in FAMILIES if f not in TXN_ONLY)
 #: the name of every family at once (the default of `--nemesis`)
 ALL = "all"
 

@@ -91,10 +91,11 @@ def _drop(ctx: NemesisContext, kind: str, cut: Cut) -> dict[str, Any]:
     return {"kind": kind, **cut.to_json()}
 
 
-def cut(ctx: NemesisContext, frm: Node, to: Node) -> dict[str, Any]:
+def cut(ctx: NemesisContext, frm: Node, to: Node, *, hold: bool = False) -> dict[str, Any]:
     """`frm` can no longer send to `to`'s broker port (its fetches and requests to `to` are dropped);
-    everything else — ZooKeeper, `to`'s requests to `frm`, clients — still flows."""
-    return _drop(ctx, "cut", Cut({to.name: [frm.name]}, ports=(layout.BROKER_PORT,)))
+    everything else — ZooKeeper, `to`'s requests to `frm`, clients — still flows. With `hold` the
+    dropped requests are only delayed: they are served when the cut lifts (see `Cut.hold`)."""
+    return _drop(ctx, "cut", Cut({to.name: [frm.name]}, ports=(layout.BROKER_PORT,), hold=hold))
 
 
 def mute(ctx: NemesisContext, listener: Node, speaker: Node) -> dict[str, Any]:
@@ -161,3 +162,39 @@ async def key_led_elsewhere(ctx: NemesisContext, planned: int, ctrl: Node | None
     if state is None:
         out["skipped"] = "no partition has a leader other than the controller"
     return key, state
+
+
+def isr_without(state: PartitionState | None, follower: str) -> PartitionState | None:
+    """`state` once it has an ISR without `follower`, else None (a probe for `wait_for`)."""
+    if state is None or any(n.name == follower for n in state.isr):
+        return None
+    return state
+
+
+def isr_with(state: PartitionState | None, follower: str) -> PartitionState | None:
+    """`state` once its ISR has `follower` (back) in it, else None (a probe for `wait_for`)."""
+    if state is None or all(n.name != follower for n in state.isr):
+        return None
+    return state
+
+
+def leader_and_two_followers(view: Any, topic: str, partitions: int, planned: int, ctrl: Node | None
+                             ) -> tuple[int, Node, Node, Node] | None:
+    """(key, leader, next in line, survivor) for the first key from `planned` whose leader has two
+    in-sync followers — next in line is the first of them in assignment order, the one the controller
+    elects when the leader dies — preferring one whose survivor is not the controller (a composition
+    that cuts the survivor off the leader would also cut the controller's requests)."""
+    fallback = None
+    for k in [(planned + i) % partitions for i in range(partitions)]:
+        state = view.partition(topic, k)
+        if state is None or state.leader is None:
+            continue
+        isr = {n.name for n in state.isr}
+        followers = [n for n in state.replicas if n.name != state.leader.name and n.name in isr]
+        if len(followers) < 2:
+            continue
+        roles = (k, state.leader, followers[0], followers[1])
+        if ctrl is None or followers[1].name != ctrl.name:
+            return roles
+        fallback = fallback or roles
+    return fallback

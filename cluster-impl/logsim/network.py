@@ -62,7 +62,12 @@ class Pipe:
         self.scope = "to-port" if to_server else "from-port"  # which port rules apply to this pipe
 
     def blocked(self) -> bool:
-        return self.net.blocked(self.src, self.dst) or self.net.port_blocked(self.src, self.dst, self.scope)
+        """A "hold" grudge stops a connection's requests as a `to-port` one does: held in the pipe and
+        retransmitted on the lift is what a pipe does with any drop (an iptables DROP on the port
+        stops every connection to it, the replica fetcher's as much as a request's)."""
+        net = self.net
+        return (net.blocked(self.src, self.dst) or net.port_blocked(self.src, self.dst, self.scope)
+                or (self.scope == "to-port" and net.port_blocked(self.src, self.dst, "hold")))
 
     def send(self, data: bytes | None) -> None:
         """Queue `data` (None: end of stream) for delivery."""
@@ -226,7 +231,8 @@ class SimNetwork:
         """`scope`: "all", or a port rule ("to-port", "from-port"; never with `loss`), or "hold": the
         requests to the destination's broker are held, not lost, and served once the grudge lifts (a
         TCP connection's retransmission, as an iptables DROP does to a connection that stays open;
-        Bufstream's delayed produce). Only decoded requests (`request`) are held."""
+        Bufstream's delayed produce). Decoded requests (`request`) are held in a list; a connection's
+        byte stream is held in its pipe, as a drop always is."""
         for dst, srcs in grudge.items():
             for src in srcs:
                 if scope != "all":
@@ -291,7 +297,7 @@ class SimNetwork:
         if lst is None or (lst.inc is not None and lst.inc.dead):
             raise ConnectionRefusedError(f"{host}:{port}: connection refused")
         if (self.blocked(src, host) or self.blocked(host, src) or self.port_blocked(src, host, "to-port")
-                or self.port_blocked(host, src, "from-port")):
+                or self.port_blocked(src, host, "hold") or self.port_blocked(host, src, "from-port")):
             await self.loop.create_future()  # the SYN is lost: hang until the caller's timeout
         self._ports += 1
         up, down = Pipe(self, src, host, True), Pipe(self, host, src, False)

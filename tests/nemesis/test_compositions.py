@@ -86,6 +86,22 @@ def test_double_failover(deployed: tuple[LogbrokerDB, Cluster]) -> None:
     _paired(ops)
 
 
+def test_held_markers(deployed: tuple[LogbrokerDB, Cluster]) -> None:
+    """The survivor's requests to the leader are held until the controller has taken it out of the
+    ISR; the next leader is muted before the cut lifts (so the released markers find no follower able
+    to fetch them); the leader is killed and the next in line elected."""
+    ops, started, stopped = _play("held-markers", "kill", deployed)
+    assert "skipped" not in started, started
+    assert [f for f, _, _ in ops[:4]] == ["start-partition", "start-partition", "stop-partition", "start-kill"]
+    cut, mute = ops[0][1], ops[1][1]
+    assert cut["kind"] == "cut" and cut.get("hold") and cut["grudge"] == {started["leader"]: [started["survivor"]]}
+    assert mute["kind"] == "mute" and mute["grudge"] == {started["next_leader"]: [started["leader"]]}
+    assert ops[2][1]["kind"] == "cut" and ops[3][1]["nodes"] == [started["leader"]]
+    assert started["survivor_out_of_isr"] and started["elected"] == started["next_leader"], started
+    assert stopped["leader"] == started["leader"]
+    _paired(ops)
+
+
 def test_lagging_follower(deployed: tuple[LogbrokerDB, Cluster]) -> None:
     ops, started, _ = _play("lagging-follower", "kill-leader", deployed)
     assert "skipped" not in started, started

@@ -123,3 +123,35 @@ def test_port_rules_cut_one_direction_of_requests_and_mute_only_answers() -> Non
 
     loop.run_until_complete(main())
     loop.shutdown()
+
+
+def test_a_held_port_stops_the_streams_to_it_as_an_iptables_drop_does() -> None:
+    """A "hold" grudge (`Cut.hold`: requests to the port delayed, not lost) stops a connection's byte
+    stream to the port too — a replica fetcher's, not only the decoded requests — and delivers it on
+    the lift. It once let the fetcher through: a follower cut this way stayed in the ISR for ever in
+    the simulator while in containers it dropped out after the lag time (`held-markers`)."""
+    loop = SimLoop(3)
+    net = SimNetwork(loop, 3)
+    got: list[tuple[float, bytes]] = []
+    _pair(loop, net, got, Incarnation("n2", 1))
+
+    async def main() -> None:
+        await asyncio.sleep(0.1)
+        _, w = await net.host("n1").connect("n2", 9092)
+        w.write(b"a1")
+        await asyncio.sleep(0.1)
+        net.add_grudge({"n2": ["n1"]}, scope="hold")
+        w.write(b"b2")
+        await asyncio.sleep(5)
+        assert [d for _, d in got] == [b"a1"]  # held, not lost
+        with contextlib.suppress(TimeoutError):  # a new connection's SYN is dropped too
+            await asyncio.wait_for(net.host("n1").connect("n2", 9092), 1.0)
+            raise AssertionError("connected across a hold")
+        net.lift_grudge({"n2": ["n1"]}, scope="hold")
+        w.close()
+        await asyncio.sleep(1)
+
+    loop.run_until_complete(main())
+    assert [d for _, d in got] == [b"a1", b"b2", b"EOF"]
+    assert got[1][0] > 5.1, got
+    loop.shutdown()
