@@ -33,7 +33,7 @@ from typing import Any
 
 from kernel.capabilities import ClusterView, Killable, Net, Pausable
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
-from nemesis.steps import Steps, cut, heal_all, leader_and_two_followers, leader_other_than, mute, wait_for
+from nemesis.steps import Steps, cut, heal_all, leader_other_than, mute, planned_roles, wait_for
 
 #: How long the next leader is held (paused) while the survivor fetches ahead of the HW: spread over
 #: a few keys, 20 writes/s already put some on the key; far below
@@ -61,13 +61,9 @@ class DoubleFailoverFamily:
                     min_duration_s=3 * world.session_timeout_s + 5)
 
     async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
-        view, steps, done = ctx.view(), Steps(ctx, fault), out.setdefault("steps", {})
-        planned = int(fault.params["key"])
-        ctrl = view.controller()
-        out.update(planned_key=planned, controller=ctrl.name if ctrl else None)
-        roles = leader_and_two_followers(view, ctx.topic, ctx.partitions, planned, ctrl)
+        steps, done = Steps(ctx, fault), out.setdefault("steps", {})
+        roles = planned_roles(ctx, fault, out)
         if roles is None:
-            out["skipped"] = "no partition has a leader and two in-sync followers"
             return out
         key, l1, nxt, survivor = roles
         out.update(key=key, first_leader=l1.name, next_leader=nxt.name, survivor=survivor.name)

@@ -41,9 +41,9 @@ from nemesis.steps import (
     heal_all,
     isr_with,
     isr_without,
-    leader_and_two_followers,
     leader_other_than,
     mute,
+    planned_roles,
     wait_for,
 )
 
@@ -75,12 +75,8 @@ class HeldMarkersFamily:
 
     async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
         view, steps, done = ctx.view(), Steps(ctx, fault), out.setdefault("steps", {})
-        planned = int(fault.params["key"])
-        ctrl = view.controller()
-        out.update(planned_key=planned, controller=ctrl.name if ctrl else None)
-        roles = leader_and_two_followers(view, ctx.topic, ctx.partitions, planned, ctrl)
+        roles = planned_roles(ctx, fault, out)
         if roles is None:
-            out["skipped"] = "no partition has a leader and two in-sync followers"
             return out
         key, leader, nxt, survivor = roles
         out.update(key=key, leader=leader.name, next_leader=nxt.name, survivor=survivor.name)

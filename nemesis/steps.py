@@ -178,6 +178,19 @@ def isr_with(state: PartitionState | None, follower: str) -> PartitionState | No
     return state
 
 
+def planned_roles(ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> tuple[int, Node, Node, Node] | None:
+    """`leader_and_two_followers` from the fault's planned key and the controller of the moment, both
+    recorded in `out`; None (and `skipped` recorded) when no key has such roles."""
+    view = ctx.view()
+    planned = int(fault.params["key"])
+    ctrl = view.controller()
+    out.update(planned_key=planned, controller=ctrl.name if ctrl else None)
+    roles = leader_and_two_followers(view, ctx.topic, ctx.partitions, planned, ctrl)
+    if roles is None:
+        out["skipped"] = "no partition has a leader and two in-sync followers"
+    return roles
+
+
 def leader_and_two_followers(view: Any, topic: str, partitions: int, planned: int, ctrl: Node | None
                              ) -> tuple[int, Node, Node, Node] | None:
     """(key, leader, next in line, survivor) for the first key from `planned` whose leader has two

@@ -2,7 +2,8 @@
 every corpus history — Jepsen's own `kafka_test.clj` cases (`corpus/jepsen-*`) among them — on two
 short real runs, and on two real transactional runs (`txn_runs/`): the same verdict and the same
 anomaly types, apart from the differences `results/README.md` documents on purpose (each named in
-`DOCUMENTED` or `OURS_ONLY` below).
+`DOCUMENTED` or `OURS_ONLY` below). `CHAOS_AGREE_RUNS=DIR[:DIR...]` adds every run under those
+directories (a measurement's own runs, compared by the same rules).
 
 Both read the same input: the history alone (Jepsen's checker does not read replica dumps, so our
 `divergent-replicas` and replica-based `inconsistent-offsets` are out of this comparison by
@@ -17,6 +18,7 @@ union of both runs.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -35,8 +37,18 @@ FIXTURES = HERE.parent / "results" / "fixtures"
 #: real transactional runs (`--txn`): a clean one on containers, and a simulated one caught with
 #: `lso-ignores-open-txns` (seed 5, no faults: aborted reads, and the skips they leave)
 TXN_RUNS = HERE / "txn_runs"
+
+
+def _extra_runs() -> list[Path]:
+    """The runs under each directory `CHAOS_AGREE_RUNS` names (`os.pathsep`-separated: run
+    directories or whole stores): how a measurement compares the two checkers on runs of its own
+    (docs/measurements.md) with the same rules as the fixed cases."""
+    roots = [Path(p) for p in os.environ.get("CHAOS_AGREE_RUNS", "").split(os.pathsep) if p]
+    return sorted({h.parent for root in roots for h in root.rglob("history.jsonl")})
+
+
 SOURCES = (sorted(p for p in CORPUS.iterdir() if p.is_dir()) + sorted(p for p in FIXTURES.iterdir() if p.is_dir())
-           + sorted(p for p in TXN_RUNS.iterdir() if p.is_dir()))
+           + sorted(p for p in TXN_RUNS.iterdir() if p.is_dir()) + _extra_runs())
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
