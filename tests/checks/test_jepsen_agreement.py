@@ -44,7 +44,8 @@ def _extra_runs() -> list[Path]:
     directories or whole stores): how a measurement compares the two checkers on runs of its own
     (docs/measurements.md) with the same rules as the fixed cases."""
     roots = [Path(p) for p in os.environ.get("CHAOS_AGREE_RUNS", "").split(os.pathsep) if p]
-    return sorted({h.parent for root in roots for h in root.rglob("history.jsonl")})
+    # resolved: a store's `latest` is a link to a run found under its own name too
+    return sorted({h.resolve().parent for root in roots for h in root.rglob("history.jsonl")})
 
 
 SOURCES = (sorted(p for p in CORPUS.iterdir() if p.is_dir()) + sorted(p for p in FIXTURES.iterdir() if p.is_dir())
