@@ -92,8 +92,11 @@ def test_a_marker_acknowledged_before_replication_is_lost_with_its_leader(tmp_pa
         n = RawClient(by_id[new].bootstrap)
         if bug:
             assert answered == 0, "the coordinator was told the commit is done"
-            assert latest(n, committed=False) == 2 and latest(n, committed=True) == 0, \
-                "the new leader never had the marker: a hanging transaction"
+            # ZooKeeper names the new leader before it has taken its LeaderAndIsr (until then it answers
+            # ListOffsets with an error and offset 0, which failed a CI run): wait for it to serve its
+            # log. Its end is 2, the records without the marker (3 with it, and this wait fails)
+            wait_for(lambda: latest(n, committed=False) == 2, timeout=30, what="the new leader to serve its log")
+            assert latest(n, committed=True) == 0, "the new leader never had the marker: a hanging transaction"
         else:
             assert answered != 0, "no success before the ISR has the marker"
             # the coordinator's retry, to the new leader; it retries while the restarted followers are not
