@@ -178,6 +178,14 @@ class SimCluster:
         n = self.zk.nodes.get(paths.broker(broker_id))
         return n.czxid if n is not None else None
 
+    def lost_data_pending(self, broker_id: int) -> bool:
+        """Whether the broker's registration says its process started without its data (KIP-966) and
+        no controller has handled that process yet: until one has, the ISRs are about to change."""
+        n = self.zk.nodes.get(paths.broker(broker_id))
+        incarnation = str(json.loads(n.data).get("lost_data") or "") if n is not None else ""
+        handled = self.zk.nodes.get(paths.lost_data_handled(broker_id))
+        return bool(incarnation) and (handled is None or handled.data.decode() != incarnation)
+
     def leader_partition(self, topic: str, p: int) -> Partition | None:
         """The partition object of the leader the metadata names; None when it names none, or its
         process is down or paused, or that broker does not think it leads."""

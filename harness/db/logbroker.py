@@ -180,17 +180,45 @@ class LogbrokerDB:
         return recovered(self, topic, partitions, replication_factor)
 
     def restarts_registered(self) -> bool:
-        """Every broker we (re)started has a newer registration than it had then (read only while a
-        restart is unconfirmed)."""
+        """Every broker we (re)started has a newer registration than it had then, and a controller
+        has handled it if it says its process lost its data (read only while a restart is
+        unconfirmed).
+
+        Why the second part: a broker restarted within the session timeout of its killed process
+        was never out of the ISRs, so they look whole from the moment it registers until the
+        controller takes it out of every one (KIP-966) — a CI run read that moment as recovered."""
         if self._restarting:
             registered = self._registrations()
             if registered is None:
                 return False
             for bid, old in list(self._restarting.items()):
-                if registered.get(bid, old) == old:
+                if registered.get(bid, old) == old or self._lost_data_pending(bid):
                     return False
                 self._restarting.pop(bid, None)
         return True
+
+    def _lost_data_pending(self, bid: int, timeout: float = 3.0) -> bool:
+        """Whether broker `bid`'s registration carries a lost-data incarnation no controller has
+        handled yet (`LOST_DATA_HANDLED`); True when ZooKeeper does not answer (not known to be settled)."""
+        from kazoo.exceptions import KazooException, NoNodeError
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        zk = self._client()
+        try:
+            raw, _ = zk.get_async(f"{zkp.BROKER_IDS}/{bid}").get(timeout=timeout)
+            incarnation = str(json.loads(raw).get("lost_data") or "")
+            if not incarnation:
+                return False
+            try:
+                handled, _ = zk.get_async(f"{zkp.LOST_DATA_HANDLED}/{bid}").get(timeout=timeout)
+            except NoNodeError:
+                return True
+            return bool(handled.decode() != incarnation)
+        except NoNodeError:
+            return True  # registered a moment ago and gone again: not settled
+        except (KazooException, KazooTimeoutError, OSError, ValueError) as e:
+            log.warning("ZooKeeper read of broker %d's registration failed: %s", bid, _reason(e))
+            return True
 
     def leader_ends(self, topic: str, partitions: int) -> dict[int, LeaderEnd]:
         """Asked of each partition's leader with ListOffsets (a replica's ListOffsets gets the log end)."""

@@ -131,7 +131,7 @@ class SimDB:
     def restarts_registered(self) -> bool:
         for bid, old in list(self._restarting.items()):
             now = self.sim.registration(bid)
-            if now is None or now == old:
+            if now is None or now == old or self.sim.lost_data_pending(bid):
                 return False
             del self._restarting[bid]
         return True

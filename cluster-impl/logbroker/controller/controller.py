@@ -101,7 +101,7 @@ class Controller:
             topics = await self.store(self.zk.topics, self.watch("topics", self.on_topics_changed))
             for t in topics:
                 await self.load_topic(t)
-            await self._elect_where_needed(lost=lost)
+            await self._elect_where_needed(lost=self._acted_on(lost))
             await self._handled(lost)
             self.broadcast(init=True, full=True)
             await self.ops.resume()
@@ -213,19 +213,26 @@ class Controller:
         assert self.state is not None
         regs = await self.store(self.zk.registrations, self.watch("brokers", self.on_brokers_changed))
         self.state.brokers = {b: (r.host, r.port, r.epoch) for b, r in regs.items()}
-        if self.settings.ignore_lost_data:
-            return {}
         lost = {}
         for b, r in sorted(regs.items()):
             if r.lost_data and await self.store(self.zk.lost_data_handled, b) != r.lost_data:
                 lost[b] = r.lost_data
-        if lost:
+        if lost and not self.settings.ignore_lost_data:
             log.warning("controller: brokers %s came back without their data: out of every ISR until they "
                         "catch up", sorted(lost))
         return lost
 
+    def _acted_on(self, lost: dict[int, str]) -> dict[int, str]:
+        """The lost-data processes this controller takes out of the ISRs: all of them, or none with
+        `lost-disk-in-isr` (Kafka's ZooKeeper mode never learns that a disk was lost)."""
+        return {} if self.settings.ignore_lost_data else lost
+
     async def _handled(self, lost: dict[int, str]) -> None:
-        """Record that these lost-data processes are handled (after their ISR changes are written)."""
+        """Record that these lost-data processes are handled (after their ISR changes are written).
+        Recorded with `lost-disk-in-isr` too, where handling is ignoring: the record says that a
+        controller has processed that registration, which is what an observer waiting for the
+        cluster to settle after a restart needs (`harness.db.logbroker.restarts_registered`) — and
+        what it must not wait for forever under the bug."""
         for b, incarnation in sorted(lost.items()):
             if self.state is not None:
                 await self.store(self.zk.mark_lost_data_handled, b, incarnation)
@@ -419,7 +426,8 @@ class Controller:
             if before != now or bounced:
                 log.info("controller: brokers %s -> %s%s", sorted(before), sorted(now),
                          f", restarted {sorted(bounced)}" if bounced else "")
-            changed = await self._elect_where_needed(gone=bounced, lost=lost) if bounced or lost else []
+            acted = self._acted_on(lost)
+            changed = await self._elect_where_needed(gone=bounced, lost=acted) if bounced or acted else []
             changed += [k for k in await self._elect_where_needed() if k not in changed]
             await self._handled(lost)
             started = sorted((now - before) | bounced)
