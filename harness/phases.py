@@ -14,12 +14,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.hanging import hanging_transactions
+from harness.hanging import hanging_transactions, patience_for
 from harness.pool import WorkerPool
 from harness.progress import live_progress
 from harness.runtime import ThreadRuntime
@@ -213,7 +213,7 @@ def wait_recovered(db: DB, topic: str, partitions: int, replication_factor: int,
         rt.pass_time(poll_s)
 
 
-def drained(test: Test, pool: WorkerPool, db: DB, rec: RunRecord) -> bool:
+def drained(test: Test, pool: WorkerPool, db: DB, rec: RunRecord, faults: Sequence[PlannedFault]) -> bool:
     """Whether a transaction hangs (`harness.hanging`, test.json `hanging_transactions`), then the
     final generator. In that order: a read_committed drain takes the LSO of its first moment as each
     key's end, and a transaction a retired process left open holds the LSO until the coordinator
@@ -223,11 +223,12 @@ def drained(test: Test, pool: WorkerPool, db: DB, rec: RunRecord) -> bool:
     leaders goes beside the run (test.json `drain_gave_up`; the log at `chaos -v`, since the verdict
     already says the drain gave up and sim-search runs seeds by the hundred): a drain that stops
     short leaves acknowledged records unlooked-for (the verdict is then unknown), and the usual
-    cause is a client sent to a broker that does not lead."""
+    cause is a client sent to a broker that does not lead. `faults`: the run's schedule, whose clock
+    steps lengthen the wait for open transactions (`harness.hanging.patience_for`)."""
     rec.enter("drain")
     topic = test.spec.topic
     if isinstance(db, HasStableEnds):  # before the drain: its read_committed end is the LSO of the moment
-        stuck = hanging_transactions(db, topic, test.spec.partitions, test.runtime)
+        stuck = hanging_transactions(db, topic, test.spec.partitions, test.runtime, patience_for(faults))
         if stuck:
             log.info("transactions hang: %s", ", ".join(
                 [f"{topic}-{p} LSO {e.lso} < HW {e.hw}" for p, e in sorted(stuck.partitions.items())]

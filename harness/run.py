@@ -95,7 +95,7 @@ def run(test: Test, *, progress: bool = True, say: Callable[[str], None] = _stde
                         warm_up(rec.path)
                     pool = recorded(test, cluster, db, nemesis, rec, progress=progress)
                     recovered = healed(test, db, nemesis, rec)
-                drain_complete = drained(test, pool, db, rec)
+                drain_complete = drained(test, pool, db, rec, nemesis.faults)
                 collected(cluster, db, rec)
             rec.enter("check")
             rec.history.close()
