@@ -279,7 +279,7 @@ class BrokerCore:
         p.replicas = [self.config.broker_id]
         p.set_isr([self.config.broker_id])
         p.leader_epoch = max(p.leader_epoch, p.log.epochs.latest_epoch, 0)
-        p.hw = p.leo
+        p.hw = p.epoch_start_offset = p.leo
 
     # --- Fetch ---------------------------------------------------------------------------------
     def fetch(self, version: int, req: Any) -> Reply:
@@ -455,6 +455,12 @@ class BrokerCore:
                         r["offset"] = p.log.log_start_offset
                     else:
                         r["offset"], r["timestamp"] = self._offset_for_time(p, lp.timestamp, min(bound, p.hw))
+                    # KIP-207: a client is not told an end (or "nothing at or after this time") from a HW
+                    # still behind this leader epoch's start; it may be below what the previous leader
+                    # answered. Retriable: the HW catches up once the followers fetch from us.
+                    unknown_end = lp.timestamp == LATEST or (lp.timestamp != EARLIEST and r["offset"] < 0)
+                    if req.replica_id < 0 and not p.hw_known() and unknown_end:
+                        r.update(error_code=int(Err.OFFSET_NOT_AVAILABLE), offset=-1, timestamp=-1, leader_epoch=-1)
                 parts.append(r)
             topics.append({"name": t.name, "partitions": parts})
         return Reply(version, {"throttle_time_ms": 0, "topics": topics})

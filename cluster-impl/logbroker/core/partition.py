@@ -40,6 +40,10 @@ class Partition:
     role: Role = Role.NONE
     leader_id: int = -1
     leader_epoch: int = 0
+    #: the log end offset when this replica became leader at `leader_epoch`: until the HW reaches it,
+    #: the HW it inherited as a follower may be behind what the previous leader had told clients
+    #: (KIP-207), so ListOffsets answers OFFSET_NOT_AVAILABLE instead of an end that went backwards
+    epoch_start_offset: int = 0
     replicas: list[int] = field(default_factory=list)
     isr: list[int] = field(default_factory=list)
     #: ISR members the leader added itself, not yet written by the controller (KIP-497's maximal ISR):
@@ -126,6 +130,11 @@ class Partition:
 
     def is_leader(self) -> bool:
         return self.role is Role.LEADER
+
+    def hw_known(self) -> bool:
+        """The HW has caught up with this leader's epoch start (KIP-207): only then is it at least
+        every HW an earlier leader of the partition may have answered."""
+        return self.hw >= self.epoch_start_offset
 
     def record_follower_fetch(self, replica: int, fetch_offset: int, now_ms: int) -> None:
         """A follower fetched at `fetch_offset`, which is its log end offset. Kafka's rule for when it

@@ -403,6 +403,7 @@ class ReplicaManager:
         p.role, p.leader_id, p.leader_epoch = Role.LEADER, self.bid, epoch
         p.set_isr(isr)
         p.log.epochs.assign(epoch, p.leo)
+        p.epoch_start_offset = p.leo
         now = self.core.clock.monotonic_ms()
         p.follower_leo = {r: p.follower_leo.get(r, 0) for r in p.replicas if r != self.bid}
         p.follower_caught_up_ms = {r: now for r in p.replicas if r != self.bid}

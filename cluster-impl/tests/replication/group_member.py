@@ -7,8 +7,10 @@ user would (group id, `auto.offset.reset=earliest`, auto commit off, everything 
 defaults), subscribed to TOPIC. It commits its positions synchronously after every EVERY records it
 reads (20) — and with `idle`, also after an empty poll if it read anything since its last commit —
 and writes one JSON line per event to OUT (flushed at once, so a kill loses nothing):
-`{"ev": "rec", "p", "o", "v"}` a record read, `{"ev": "commit", "ok", "err"}` a commit's outcome,
-`{"ev": "assign", "parts"}` an assignment. It runs until SIGTERM (then closes, leaving the group).
+`{"ev": "rec", "p", "o", "v"}` a record read; `{"ev": "commit", "ok", "err", "offsets"}` a commit's
+outcome, with the positions it stored (partition → offset); `{"ev": "assign", "parts"}` an
+assignment; `{"ev": "error", "p", "err"}` an error librdkafka gave as a message (a detected log
+truncation, an offset reset). It runs until SIGTERM (then closes, leaving the group).
 """
 
 from __future__ import annotations
@@ -45,8 +47,15 @@ class Committer:
 
     def __init__(self, every: int, idle: bool) -> None:
         self.every, self.idle, self.since = every, idle, 0
+        #: partition → the offset after the last record read since the last assignment: what a commit
+        #: of the consumed positions stores, logged with each commit's outcome
+        self.positions: dict[int, int] = {}
 
-    def read(self) -> bool:
+    def assigned(self) -> None:
+        self.positions = {}
+
+    def read(self, partition: int, offset: int) -> bool:
+        self.positions[partition] = offset + 1
         self.since += 1
         return self.since >= self.every
 
@@ -63,25 +72,32 @@ def run_confluent(boot: str, group: str, topic: str, out: Out, when: Committer) 
     quiet = logging.getLogger("member")
     c = Consumer({"bootstrap.servers": boot, "group.id": group, "auto.offset.reset": "earliest",
                   "enable.auto.commit": False, "logger": quiet})
-    c.subscribe([topic], on_assign=lambda _c, ps: out(ev="assign", parts=sorted(p.partition for p in ps)),
+    def on_assign(_c: Any, ps: Any) -> None:
+        when.assigned()
+        out(ev="assign", parts=sorted(p.partition for p in ps))
+
+    c.subscribe([topic], on_assign=on_assign,
                 on_revoke=lambda _c, ps: out(ev="revoke", parts=sorted(p.partition for p in ps)))
 
     def commit() -> None:
         when.done()
         try:
             done = c.commit(asynchronous=False)
-            out(ev="commit", ok=True, err=None, offsets={str(p.partition): p.offset for p in done or []})
+            out(ev="commit", ok=True, err=None, offsets={str(p.partition): p.offset for p in done or []
+                                                         if p.offset >= 0})
         except KafkaException as e:
             out(ev="commit", ok=False, err=str(e))
 
     while not stop:
         m = c.poll(0.2)
+        if m is not None and m.error() is not None:  # kept for the post-mortem (a truncation, a reset)
+            out(ev="error", p=m.partition(), err=str(m.error()))
         if m is None or m.error() is not None:
             if when.quiet():
                 commit()
             continue
         out(ev="rec", p=m.partition(), o=m.offset(), v=int(m.value()))
-        if when.read():
+        if when.read(m.partition(), m.offset()):
             commit()
     c.close()
 
@@ -95,6 +111,7 @@ def run_kafka_python(boot: str, group: str, topic: str, out: Out, when: Committe
 
     class Listener(ConsumerRebalanceListener):
         def on_partitions_assigned(self, assigned: Any) -> None:
+            when.assigned()
             out(ev="assign", parts=sorted(p.partition for p in assigned))
 
         def on_partitions_revoked(self, revoked: Any) -> None:
@@ -102,9 +119,10 @@ def run_kafka_python(boot: str, group: str, topic: str, out: Out, when: Committe
 
     def commit() -> None:
         when.done()
+        offsets = {str(k): v for k, v in when.positions.items()}
         try:
             c.commit()
-            out(ev="commit", ok=True, err=None)
+            out(ev="commit", ok=True, err=None, offsets=offsets)
         except KafkaError as e:
             out(ev="commit", ok=False, err=repr(e))
 
@@ -116,7 +134,7 @@ def run_kafka_python(boot: str, group: str, topic: str, out: Out, when: Committe
         for _tp, recs in got.items():
             for r in recs:
                 out(ev="rec", p=r.partition, o=r.offset, v=int(r.value))
-                if when.read():
+                if when.read(r.partition, r.offset):
                     commit()
     c.close()
 
@@ -127,6 +145,7 @@ def run_aiokafka(boot: str, group: str, topic: str, out: Out, when: Committer) -
 
     class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         async def on_partitions_assigned(self, assigned: Any) -> None:
+            when.assigned()
             out(ev="assign", parts=sorted(p.partition for p in assigned))
 
         async def on_partitions_revoked(self, revoked: Any) -> None:
@@ -138,9 +157,10 @@ def run_aiokafka(boot: str, group: str, topic: str, out: Out, when: Committer) -
 
         async def commit() -> None:
             when.done()
+            offsets = {str(k): v for k, v in when.positions.items()}
             try:
                 await c.commit()
-                out(ev="commit", ok=True, err=None)
+                out(ev="commit", ok=True, err=None, offsets=offsets)
             except KafkaError as e:
                 out(ev="commit", ok=False, err=repr(e))
 
@@ -154,7 +174,7 @@ def run_aiokafka(boot: str, group: str, topic: str, out: Out, when: Committer) -
                 for _tp, recs in got.items():
                     for r in recs:
                         out(ev="rec", p=r.partition, o=r.offset, v=int(r.value))
-                        if when.read():
+                        if when.read(r.partition, r.offset):
                             await commit()
         finally:
             await c.stop()
