@@ -15,16 +15,11 @@ import asyncio
 from pathlib import Path
 
 from kafka.protocol.consumer import ListOffsetsRequest
-from logbroker.config import DEFAULTS, from_mapping
 from logbroker.core.broker import BrokerCore
-from logbroker.core.clock import ManualClock
 from logbroker.core.partition import TopicPartition
-from logbroker.offload import inline
 from logbroker.protocol.apis import make_message
 from logbroker.protocol.errors import Err
-from logbroker.replication.manager import ReplicaManager
-from memstore import MemoryStore
-from test_min_isr_hw import _leader_and_isr, _values
+from test_min_isr_hw import _leader_and_isr, _values, one_broker, replicating
 
 TP = TopicPartition("t", 0)
 
@@ -41,15 +36,10 @@ def _latest(core: BrokerCore, replica_id: int = -1, timestamp: int = -1) -> tupl
 
 
 def test_a_new_leader_epoch_hides_the_end_until_the_hw_reaches_its_start(tmp_path: Path) -> None:
-    cfg = from_mapping({**DEFAULTS, "broker.id": "1", "log.dirs": str(tmp_path), "zookeeper.connect": "memory",
-                        "listeners": "PLAINTEXT://127.0.0.1:9092", "auto.leader.rebalance.enable": "false"})
-    core = BrokerCore(cfg, ManualClock(1_000))
-    core.load_partitions()
+    core = one_broker(tmp_path)
 
     async def run() -> None:
-        rm = ReplicaManager(core, MemoryStore(), inline)
-        core.replication = rm
-        await rm.start_async()
+        rm = await replicating(core)
         assert (await rm.handle_internal(_leader_and_isr(1, [1, 2])))["error"] == 0
         p = core.partitions[TP]
         p.append_as_leader(_values(5))

@@ -37,21 +37,33 @@ def _leader_and_isr(epoch: int, isr: list[int]) -> dict[str, object]:
                             "replicas": [1, 2, 3], "zk_version": epoch}]}
 
 
+def one_broker(tmp_path: Path, **settings: str) -> BrokerCore:
+    """Broker 1's core on a manual clock, its partitions loaded, with `settings` over the defaults."""
+    cfg = from_mapping({**DEFAULTS, "broker.id": "1", "log.dirs": str(tmp_path), "zookeeper.connect": "memory",
+                        "listeners": "PLAINTEXT://127.0.0.1:9092", "auto.leader.rebalance.enable": "false",
+                        **settings})
+    core = BrokerCore(cfg, ManualClock(1_000))
+    core.load_partitions()
+    return core
+
+
+async def replicating(core: BrokerCore) -> ReplicaManager:
+    """A started replica manager over an in-memory ZooKeeper store, plugged into `core`."""
+    rm = ReplicaManager(core, MemoryStore(), inline)
+    core.replication = rm
+    await rm.start_async()
+    return rm
+
+
 def test_a_leader_alone_in_its_isr_keeps_hw_under_min_insync(tmp_path: Path) -> None:
     """Seed 70150 in one broker: records appended while the ISR was [1, 2] (2 never fetched them),
     then the controller shrinks the ISR to [1] (2 stays an eligible leader, min.insync.replicas 2).
     HW stays where 2 has everything; it went to the LEO before (`maybe_advance_hw` over the ISR
     alone), so the records 2 lacks were readable and an election of 2 lost them."""
-    cfg = from_mapping({**DEFAULTS, "broker.id": "1", "log.dirs": str(tmp_path), "zookeeper.connect": "memory",
-                        "listeners": "PLAINTEXT://127.0.0.1:9092", "auto.leader.rebalance.enable": "false",
-                        "min.insync.replicas": "2"})
-    core = BrokerCore(cfg, ManualClock(1_000))
-    core.load_partitions()
+    core = one_broker(tmp_path, **{"min.insync.replicas": "2"})
 
     async def run() -> None:
-        rm = ReplicaManager(core, MemoryStore(), inline)
-        core.replication = rm
-        await rm.start_async()
+        rm = await replicating(core)
         assert (await rm.handle_internal(_leader_and_isr(1, [1, 2])))["error"] == 0
         p = core.partitions[TP]
         assert p.role is Role.LEADER and p.isr == [1, 2]
