@@ -497,6 +497,7 @@ class Standalone:
                 p.leader_id, p.leader_epoch, tuple(p.replicas), tuple(p.isr))
         self.core.metadata.topics.update(metas)
         self.core.metadata.controller_id = self.core.config.broker_id
+        self.core.metadata.complete = True
         try:
             saved = json.loads((self.core.config.log_dirs / TOPIC_CONFIGS).read_text())
         except FileNotFoundError:

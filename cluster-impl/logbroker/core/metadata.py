@@ -31,3 +31,8 @@ class MetadataCache:
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)  # overrides (core/topic_config.py)
     controller_id: int = -1
     controller_epoch: int = 0
+    #: a whole view has been applied since this process started (the controller's UpdateMetadata, or
+    #: standalone start-up). Until then a topic missing here may simply not be known yet: a broker
+    #: that restarts can lead `__transaction_state` (LeaderAndIsr) before its first UpdateMetadata
+    #: arrives, and must not take every topic for deleted (`txn/markers.py`)
+    complete: bool = False

@@ -307,6 +307,7 @@ class ReplicaManager:
             topics.setdefault(m["topic"], {})[int(m["partition"])] = PartitionMeta(
                 int(m["leader"]), int(m["leader_epoch"]), tuple(m["replicas"]), tuple(m["isr"]))
         self.core.metadata.topics = topics
+        self.core.metadata.complete = True
         if "topic_configs" in body:
             self.core.set_topic_configs({str(t): dict(c) for t, c in body["topic_configs"].items()})
         for b in body["brokers"]:

@@ -9,7 +9,13 @@ replicated to its ISR (TXN-CONTRACT item 1). Any other answer is retried after a
 metadata: NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, no answer at all, an
 unknown partition while the topic still exists. Kafka's exceptions:
 
-- a partition whose topic is gone from the metadata needs no marker (the topic was deleted);
+- a partition whose topic is gone from the metadata needs no marker (the topic was deleted) — but
+  only once this broker has a whole view (`MetadataCache.complete`): a coordinator that restarts
+  can load `__transaction_state` before its first UpdateMetadata, and took every topic for deleted,
+  completing an abort without its markers and leaving the partitions' LSO stuck for good (sim seed
+  300051: power loss of the coordinator's node, the transaction in PrepareAbort). Kafka's
+  controller sends UpdateMetadata before LeaderAndIsr to a broker that starts, so its cache is
+  never empty there;
 - INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED: a newer coordinator or producer epoch
   took over the producer at that partition, so this coordinator stops sending for the transaction
   (the new coordinator, which loaded PrepareX from the log, finishes it).
@@ -90,6 +96,8 @@ class MarkerSender:
         by_leader: dict[int, list[TopicPartition]] = {}
         for tp in sorted(job.remaining, key=lambda tp: (tp.topic, tp.partition)):
             parts = self.core.metadata.topics.get(tp.topic)
+            if (parts is None or tp.partition not in parts) and not self.core.metadata.complete:
+                continue  # this broker has no view of the cluster yet: asked again after the backoff
             if parts is None or tp.partition not in parts:
                 log.info("%s: no marker for %s, whose topic is gone", job.meta.transactional_id, tp)
                 job.remaining.discard(tp)
