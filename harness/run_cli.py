@@ -209,7 +209,9 @@ def _side_by_side(title: tuple[str, str], a: list[str], b: list[str]) -> list[st
 
 def _replay_simulated(run_dir: Path, meta: dict[str, Any], spec: RunSpec, *, check: bool = True) -> Any:
     """A simulated run again — with its saved schedule when it was shrunk — and its history compared
-    with the original byte for byte (a difference is a bug in the simulator, exit 7)."""
+    with the original byte for byte. A difference under the same code is a bug in the simulator (exit
+    7); under changed code it is expected — replaying a found seed after a fix is how a fix is
+    checked — and the replay says so and ends with the new verdict's exit code."""
     from harness.determinism import Nondeterminism, first_difference
     from harness.registry import build_test
     from harness.run import run
@@ -228,11 +230,14 @@ def _replay_simulated(run_dir: Path, meta: dict[str, Any], spec: RunSpec, *, che
         from kernel.store import git_revision
 
         then, now = meta.get("git", "unknown"), git_revision()
-        why = (f"the code changed since (recorded at {then}, now {now}): a different broker or simulator "
-               "gives a different history" if then != now or then.endswith("-dirty") else
-               "the same code gave another history: a bug in the simulator")
-        raise Nondeterminism(f"the replay's history differs from {run_dir}'s at line {line} — {why}:\n"
-                             f"  original: {a}\n  replay:   {b}")
+        if then == now and not then.endswith("-dirty") and then != "unknown":
+            raise Nondeterminism(f"the replay's history differs from {run_dir}'s at line {line} — the same code "
+                                 f"gave another history: a bug in the simulator:\n  original: {a}\n  replay:   {b}")
+        # the usual case after a fix: the verdict above is the new code's on the same seed and schedule
+        click.echo(f"replay: history.jsonl differs from the original's from line {line} on: the code changed "
+                   f"since (recorded at {then}, now {now}), and a different broker or simulator gives a "
+                   f"different history; the verdict above is this code's ({out.run_dir})", err=True)
+        return out
     click.echo(f"replay: history.jsonl is identical to the original's, byte for byte ({out.run_dir})", err=True)
     return out
 
