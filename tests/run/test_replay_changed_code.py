@@ -8,21 +8,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from kernel.store import git_revision
-
-CHAOS = str(Path(sys.executable).parent / "chaos")
-
-
-def _stored_run(tmp_path: Path) -> Path:
-    store = tmp_path / "store"
-    first = subprocess.run([CHAOS, "run", "--provisioner", "sim", "--time-limit", "5", "--nemesis", "kill",
-                            "--seed", "3", "--store", str(store), "--no-progress"],
-                           capture_output=True, text=True, timeout=600)
-    assert first.returncode == 0, first.stderr[-3000:]
-    return next(p for p in (store / "queue").iterdir() if (p / "test.json").is_file())
+from tests.run.test_replay_shared import CHAOS, stored_sim_run
 
 
 def _as_if(run: Path, where: Path, git: str) -> Path:
@@ -43,7 +32,7 @@ def _replay(run: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_replay_under_changed_code_reports_the_difference_and_the_new_verdict(tmp_path: Path) -> None:
-    run = _stored_run(tmp_path)
+    run = stored_sim_run(tmp_path)
     changed = _replay(_as_if(run, tmp_path / "changed", "0" * 40))
     assert changed.returncode == 0, changed.stderr[-3000:]
     assert "differs from the original's from line 2 on: the code changed since (recorded at " + "0" * 40 \

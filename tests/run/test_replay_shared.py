@@ -12,13 +12,18 @@ from pathlib import Path
 CHAOS = str(Path(sys.executable).parent / "chaos")
 
 
-def test_a_run_shared_by_its_test_json_alone_replays(tmp_path: Path) -> None:
+def stored_sim_run(tmp_path: Path) -> Path:
+    """A short simulated run (seed 3, kills) in a store under `tmp_path`; its run directory."""
     store = tmp_path / "store"
     first = subprocess.run([CHAOS, "run", "--provisioner", "sim", "--time-limit", "5", "--nemesis", "kill",
                             "--seed", "3", "--store", str(store), "--no-progress"],
                            capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
-    run = next(p for p in (store / "queue").iterdir() if (p / "test.json").is_file())
+    return next(p for p in (store / "queue").iterdir() if (p / "test.json").is_file())
+
+
+def test_a_run_shared_by_its_test_json_alone_replays(tmp_path: Path) -> None:
+    run = stored_sim_run(tmp_path)
     shared = tmp_path / "shared"
     shared.mkdir()
     shutil.copy(run / "test.json", shared / "test.json")

@@ -42,6 +42,13 @@ def test_the_same_seed_without_the_switch_closes_every_transaction(tmp_path: Pat
     assert "hanging_transactions" not in meta and "hanging-transaction" not in found, found
 
 
+@pytest.mark.xfail(strict=False, reason=(
+    "seed 104's hanging transaction came through the restarted-coordinator marker bug fixed in 016a63c "
+    "(the sender took topics missing from an empty metadata cache for deleted), not through this switch "
+    "alone; with the fix, the switch alone was not found in 96 seeds of two kill/pause-leader mixes "
+    "(2026-11-29). The real-process test cluster-impl/tests/replication/test_repl_txn.py::"
+    "test_a_marker_acknowledged_before_replication_is_lost_with_its_leader still catches it; a simulator "
+    "scenario that does is still to be found"))
 def test_a_marker_acknowledged_before_replication_is_found_hanging(tmp_path: Path) -> None:
     """`marker-ack-before-replication`: a leader answers WriteTxnMarkers before its ISR has the marker,
     the coordinator completes the transaction, the leader is killed or paused past its session, and
