@@ -10,7 +10,6 @@ fixed 40 s wait reported it as `hanging-transaction`; the wait now covers the cl
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 from harness.hanging import PATIENCE_S, patience_for
 from harness.provision.sim_screen import screen
 from harness.sim_search import simulate
+from kernel.history import read_ops
 from kernel.nemesis import PlannedFault, Target
 from kernel.spec import build_spec
 
@@ -48,8 +48,7 @@ def test_a_transaction_stamped_by_a_clock_ahead_ends_after_the_wait(tmp_path: Pa
         "provisioner": "sim", "name": "sim-search", "workload": "txn", "nodes": 3, "time_limit": 30.0,
         "rate": 20.0, "seed": 200251, "nemesis": "clock,zombie", "nemesis_interval": 10.0}
     run_dir, meta = simulate(build_spec(settings), tmp_path, [PlannedFault.from_json(f) for f in SHRUNK])
-    steps = [json.loads(line)["value"] for line in (run_dir / "history.jsonl").read_text().splitlines()
-             if '"start-clock"' in line]
+    steps = [op.value for op in read_ops(run_dir / "history.jsonl") if op.f == "start-clock"]
     assert [v["seconds"] for v in steps] == [94.569]  # the step happened, and is longer than the old wait
     found = screen(run_dir)
     assert "hanging_transactions" not in meta and "hanging-transaction" not in found, (found, meta.get(

@@ -96,9 +96,9 @@ class MarkerSender:
         by_leader: dict[int, list[TopicPartition]] = {}
         for tp in sorted(job.remaining, key=lambda tp: (tp.topic, tp.partition)):
             parts = self.core.metadata.topics.get(tp.topic)
-            if (parts is None or tp.partition not in parts) and not self.core.metadata.complete:
-                continue  # this broker has no view of the cluster yet: asked again after the backoff
             if parts is None or tp.partition not in parts:
+                if not self.core.metadata.complete:
+                    continue  # this broker has no view of the cluster yet: asked again after the backoff
                 log.info("%s: no marker for %s, whose topic is gone", job.meta.transactional_id, tp)
                 job.remaining.discard(tp)
                 continue
