@@ -5,15 +5,26 @@ AFL's idea on fault schedules: a seed whose run hit a probe never hit before joi
 (its seed and its fault schedule). Each round, half the candidates are fresh seeds (the plain
 search), the rest mutants of corpus entries — the same seed, so the workload and the simulator's
 choices stay what they were, with its schedule changed a little: a fault moved, stretched or
-shortened, dropped, or repeated later. A mutant that reaches something new joins the corpus in
-turn. Every choice is drawn from a generator seeded by the search's first seed and the round, so a
-search replays (kernel/rng.py's rule).
+shortened, dropped, or repeated later, or a fault of another corpus entry spliced in (a dangerous
+state often needs two faults at once, such as a lagging follower and then its leader's death, and
+two entries may each have found one half). A mutant that reaches something new joins the corpus in
+turn.
+
+Which entry to mutate: half the time one of the newest (the search dwells where it last found
+something), half the time by *rarity*, as AFL's and libFuzzer's power schedules do: an entry's weight
+is the sum, over the probes its run hit, of one over how many runs so far hit that probe. An entry
+that alone reached a state most runs never reach is mutated far more often than one whose probes
+every run hits, because its neighbours are where the next rare state is likeliest.
+
+Every choice is drawn from a generator seeded by the search's first seed and the round, so a search
+replays (kernel/rng.py's rule).
 """
 
 from __future__ import annotations
 
 import copy
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,12 +37,26 @@ class Candidate:
     faults: Schedule | None  # None: the seed's own schedule
 
 
+@dataclass(frozen=True)
+class Entry:
+    """A corpus entry: a run that reached a probe no earlier run reached."""
+
+    seed: int
+    faults: Schedule
+    probes: frozenset[str]  # every probe the run hit, not only the new ones: its rarity weight
+
+
+#: share of the mutants that first splice in one fault of another corpus entry
+SPLICE_SHARE = 0.25
+
+
 @dataclass
 class CoverageGuide:
     first_seed: int
     time_limit: float
     covered: dict[str, int] = field(default_factory=dict)  # probe -> the seed that first hit it
-    corpus: list[tuple[int, Schedule]] = field(default_factory=list)
+    corpus: list[Entry] = field(default_factory=list)  # newest first
+    hits: Counter[str] = field(default_factory=Counter)  # probe -> how many runs hit it
     next_seed: int = -1
     rounds: int = 0
     mutants: int = 0
@@ -49,21 +74,48 @@ class CoverageGuide:
             out.append(Candidate(self.next_seed, None))
             self.next_seed += 1
         for _ in range(n_mut):
-            seed, faults = self.corpus[min(int(rng.expovariate(1.0) * len(self.corpus) / 3), len(self.corpus) - 1)
-                                       if rng.random() < 0.5 else rng.randrange(len(self.corpus))]
-            out.append(Candidate(seed, mutate(faults, rng, self.time_limit)))
+            entry = self._pick(rng)
+            faults = entry.faults
+            if len(self.corpus) > 1 and rng.random() < SPLICE_SHARE:
+                other = rng.choice([e for e in self.corpus if e is not entry])
+                faults = splice(faults, other.faults, rng)
+            out.append(Candidate(entry.seed, mutate(faults, rng, self.time_limit)))
             self.mutants += 1
         return out
+
+    def _pick(self, rng: random.Random) -> Entry:
+        if rng.random() < 0.5:  # one of the newest
+            return self.corpus[min(int(rng.expovariate(1.0) * len(self.corpus) / 3), len(self.corpus) - 1)]
+        return rng.choices(self.corpus, weights=[self.rarity(e) for e in self.corpus])[0]
+
+    def rarity(self, entry: Entry) -> float:
+        """The sum over the entry's probes of 1 / runs that hit the probe (a probe hit once counts 1)."""
+        return sum(1.0 / max(1, self.hits[p]) for p in entry.probes) or 1e-9
 
     def observe(self, seed: int, faults: Schedule, hit: dict[str, int]) -> list[str]:
         """A candidate's run hit `hit`: the probes new to the search (the run joins the corpus if any).
         The newest entries go first, so the search dwells where it last found something."""
+        self.hits.update(hit.keys())
         new = sorted(p for p in hit if p not in self.covered)
         for p in new:
             self.covered[p] = seed
         if new:
-            self.corpus.insert(0, (seed, copy.deepcopy(faults)))
+            self.corpus.insert(0, Entry(seed, copy.deepcopy(faults), frozenset(hit)))
         return new
+
+
+def splice(faults: Schedule, donor: Schedule, rng: random.Random) -> Schedule:
+    """`faults` with one fault of `donor` added at the donor's time (a copy, ids kept unique). Both
+    schedules were planned for the same cluster (nodes, partitions), so the donor's targets resolve
+    in the receiving run too."""
+    if not donor:
+        return copy.deepcopy(faults)
+    out = copy.deepcopy(faults)
+    twin = copy.deepcopy(rng.choice(donor))
+    twin["id"] = max((int(g["id"]) for g in out), default=0) + 1
+    out.append(twin)
+    out.sort(key=lambda g: (float(g["at_s"]), int(g["id"])))
+    return out
 
 
 def mutate(faults: Schedule, rng: random.Random, time_limit: float) -> Schedule:

@@ -29,6 +29,9 @@ def _until_all(out: SearchOutcome, reachable: set[str]) -> int | None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=40)
+    ap.add_argument("--plain-seeds", type=int, default=None,
+                    help="seeds of the plain search (default --seeds): more than the guided search's, so a "
+                         "plain search that needs several times as many seeds is measured, not cut off")
     ap.add_argument("--first-seed", type=int, default=1)
     ap.add_argument("--time-limit", type=float, default=20.0)
     ap.add_argument("--jobs", type=int, default=2)
@@ -43,13 +46,15 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, tuple[SearchOutcome, float]] = {}
     for mode in ("plain", "guided"):
         guide = CoverageGuide(args.first_seed, args.time_limit) if mode == "guided" else None
+        seeds = args.plain_seeds if mode == "plain" and args.plain_seeds else args.seeds
         t0 = time.monotonic()
         out = search(base, first_seed=args.first_seed, budget_s=10**9, jobs=args.jobs, say=lambda _s: None,
-                     max_seeds=args.seeds, shrink_found=False, check_batch=0, guide=guide)
+                     max_seeds=seeds, shrink_found=False, check_batch=0, guide=guide)
         runs[mode] = (out, time.monotonic() - t0)
         print(f"{mode}: {out.seeds} seeds in {runs[mode][1]:.0f} s, {len(out.first_hit)} probes hit", flush=True)
     reachable = set(runs["plain"][0].first_hit) | set(runs["guided"][0].first_hit)
-    result: dict[str, Any] = {"seeds_each": args.seeds, "first_seed": args.first_seed, "time_limit_s": args.time_limit,
+    result: dict[str, Any] = {"seeds_guided": args.seeds, "seeds_plain": args.plain_seeds or args.seeds,
+                              "first_seed": args.first_seed, "time_limit_s": args.time_limit,
                               "nemesis": list(base.nemesis), "reachable": sorted(reachable)}
     for mode, (out, wall) in runs.items():
         n = _until_all(out, reachable)
@@ -57,9 +62,13 @@ def main(argv: list[str] | None = None) -> int:
                         "seeds_until_all_reachable": n,
                         "wall_s_until_all_reachable": None if n is None else round(wall * n / max(out.seeds, 1), 1),
                         "first_hit": dict(sorted(out.first_hit.items()))}
+    plain, guided = (result[m]["seeds_until_all_reachable"] for m in ("plain", "guided"))
+    result["ratio_plain_to_guided_seeds"] = round(plain / guided, 2) if plain and guided else None
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     print(json.dumps({m: {k: v for k, v in result[m].items() if k != "first_hit"} for m in ("plain", "guided")}))
+    print(f"seeds until every reachable probe was hit: plain {plain}, guided {guided}, "
+          f"ratio {result['ratio_plain_to_guided_seeds']}")
     return 0
 
 

@@ -1,15 +1,17 @@
 """The coverage guide of `chaos sim-search --guide coverage`: fresh seeds until a seed reaches a probe no
-earlier one did, then half of each round mutates the schedules of those seeds; the same first seed
-gives the same candidates (every choice from the search's seed)."""
+earlier one did, then half of each round mutates the schedules of those seeds, the ones that reached
+rare probes most; the same first seed gives the same candidates (every choice from the search's seed)."""
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 
-from harness.coverage_guide import CoverageGuide, mutate
+from harness.coverage_guide import CoverageGuide, Entry, Schedule, mutate, splice
 
-SCHEDULE = [{"id": 1, "family": "kill", "kind": "kill", "at_s": 5.0, "duration_s": 2.0, "targets": {}, "params": {}},
-            {"id": 2, "family": "pause", "kind": "pause", "at_s": 12.0, "duration_s": 3.0, "targets": {}, "params": {}}]
+SCHEDULE: Schedule = [
+    {"id": 1, "family": "kill", "kind": "kill", "at_s": 5.0, "duration_s": 2.0, "targets": {}, "params": {}},
+    {"id": 2, "family": "pause", "kind": "pause", "at_s": 12.0, "duration_s": 3.0, "targets": {}, "params": {}}]
 
 
 def test_fresh_seeds_until_something_new_then_mutants_of_what_found_it() -> None:
@@ -18,7 +20,7 @@ def test_fresh_seeds_until_something_new_then_mutants_of_what_found_it() -> None
     assert [(c.seed, c.faults) for c in first] == [(10, None), (11, None), (12, None), (13, None)]
     assert g.observe(10, SCHEDULE, {"a": 1}) == ["a"]
     assert g.observe(11, SCHEDULE, {"a": 3}) == []  # nothing new: not kept
-    assert g.corpus == [(10, SCHEDULE)]
+    assert g.corpus == [Entry(10, SCHEDULE, frozenset({"a"}))]
     second = g.candidates(4)
     assert [c.seed for c in second[:2]] == [14, 15]
     assert all(c.seed == 10 and c.faults is not None and c.faults != SCHEDULE for c in second[2:])
@@ -42,3 +44,42 @@ def test_a_mutant_stays_inside_the_run() -> None:
         assert m and all(1.0 <= f["at_s"] <= 29.0 and f["duration_s"] > 0 for f in m)
         assert len({f["id"] for f in m}) == len(m)
         assert [f["at_s"] for f in m] == sorted(f["at_s"] for f in m)
+
+
+def test_an_entry_that_reached_a_rare_probe_is_mutated_most() -> None:
+    """Two entries: the first reached a probe no other run reached, the newest one a probe that every
+    later run reached too. The newest-first half of the picks favours the newest; the rarity half
+    must more than make up for it."""
+    g = CoverageGuide(first_seed=1, time_limit=30.0)
+    rare = [dict(f, id=int(f["id"]) + 10) for f in SCHEDULE]
+    assert g.observe(1, rare, {"common": 1, "rare": 1}) == ["common", "rare"]
+    for seed in range(2, 50):
+        g.observe(seed, SCHEDULE, {"common": 2})
+    assert g.observe(50, SCHEDULE, {"common": 1, "other": 1}) == ["other"]
+    for seed in range(51, 80):
+        assert g.observe(seed, SCHEDULE, {"common": 1, "other": 1}) == []
+    assert g.rarity(g.corpus[1]) > 20 * g.rarity(g.corpus[0])
+    picks = Counter(c.seed for _ in range(100) for c in g.candidates(2) if c.faults is not None)
+    assert picks[1] > picks[50], picks
+
+
+def test_a_splice_adds_one_fault_of_another_schedule() -> None:
+    donor = [{"id": 1, "family": "lagging-follower", "kind": "lag", "at_s": 8.0, "duration_s": 4.0,
+              "targets": {}, "params": {}}]
+    out = splice(SCHEDULE, donor, random.Random(1))
+    assert len(out) == 3 and [f for f in out if f["family"] == "lagging-follower"][0]["at_s"] == 8.0
+    assert len({f["id"] for f in out}) == 3
+    assert [f["at_s"] for f in out] == sorted(f["at_s"] for f in out)
+    assert SCHEDULE[0]["id"] == 1 and len(SCHEDULE) == 2  # the inputs untouched
+
+
+def test_spliced_mutants_appear_once_the_corpus_has_two_entries() -> None:
+    g = CoverageGuide(first_seed=1, time_limit=30.0)
+    g.candidates(2)
+    g.observe(1, SCHEDULE, {"a": 1})
+    donor = [{"id": 1, "family": "zombie", "kind": "zombie", "at_s": 20.0, "duration_s": 2.0, "targets": {},
+              "params": {}}]
+    g.observe(2, donor, {"b": 1})
+    mutants = [c.faults for _ in range(60) for c in g.candidates(2) if c.faults is not None]
+    families = [{f["family"] for f in m} for m in mutants]
+    assert any({"kill", "zombie"} <= fs or {"pause", "zombie"} <= fs for fs in families)
