@@ -7,7 +7,13 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from harness.coverage_guide import CoverageGuide, Entry, Schedule, mutate, splice
+import pytest
+
+from harness import coverage_guide
+from harness.coverage_guide import Candidate, CoverageGuide, Entry, Schedule, mutate, splice
+from harness.registry import build_test
+from harness.sim_search import Simulated, search
+from kernel.spec import build_spec
 
 SCHEDULE: Schedule = [
     {"id": 1, "family": "kill", "kind": "kill", "at_s": 5.0, "duration_s": 2.0, "targets": {}, "params": {}},
@@ -83,3 +89,42 @@ def test_spliced_mutants_appear_once_the_corpus_has_two_entries() -> None:
     mutants = [c.faults for _ in range(60) for c in g.candidates(2) if c.faults is not None]
     families = [{f["family"] for f in m} for m in mutants]
     assert any({"kill", "zombie"} <= fs or {"pause", "zombie"} <= fs for fs in families)
+
+
+@pytest.mark.slow
+def test_a_guided_search_plays_its_mutants_and_spliced_schedules_on_the_simulator(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole loop through `search`: each mutant (every one spliced here, once the corpus has two
+    entries) runs with exactly the schedule the guide gave, on the seed it was drawn from, and what
+    it hits feeds the guide."""
+    spliced: list[Schedule] = []
+
+    def splicing(faults: Schedule, donor: Schedule, rng: random.Random) -> Schedule:
+        spliced.append(out := splice(faults, donor, rng))
+        return out
+
+    monkeypatch.setattr(coverage_guide, "SPLICE_SHARE", 1.0)
+    monkeypatch.setattr(coverage_guide, "splice", splicing)
+    base = build_test(build_spec({"provisioner": "sim", "nodes": 3, "time_limit": 8.0, "rate": 20.0,
+                                  "nemesis_interval": 2.0, "name": "guided"})).spec
+    guide = CoverageGuide(first_seed=1, time_limit=8.0)
+    given: dict[int, list[Candidate]] = {}
+    draw = guide.candidates
+
+    def recording(n: int) -> list[Candidate]:
+        out = draw(n)
+        given[guide.rounds] = out
+        return out
+
+    guide.candidates = recording  # type: ignore[method-assign]
+    played: list[Simulated] = []
+    out = search(base, first_seed=1, budget_s=600, jobs=2, say=lambda _s: None, max_seeds=12, shrink_found=False,
+                 check_batch=0, guide=guide, keep_going=True, on_seed=played.append)
+    assert out.seeds == 12 and guide.mutants >= 4 and len(guide.corpus) >= 2 and spliced
+    asked = [c for r in sorted(given) for c in given[r]]
+    assert [s.seed for s in played] == [c.seed for c in asked]
+    for c, s in zip(asked, played, strict=True):
+        if c.faults is not None:  # the run played the mutant, not its seed's own schedule
+            assert [(f["family"], f["at_s"], f["duration_s"]) for f in s.faults] == \
+                [(f["family"], f["at_s"], f["duration_s"]) for f in c.faults]
+    assert set(guide.covered) == set(out.first_hit)
