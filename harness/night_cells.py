@@ -39,10 +39,11 @@ class Entry:
     exit_code: int = 0
     spark_app: str | None = None
     kind: str = "containers"  # or "sim": one mix of the sim-search stage (its seed: the first of the range)
+    probes: dict[str, int] | None = None  # a sim mix's coverage: probe -> seeds that hit it (a run's: its files)
 
     def to_json(self) -> dict[str, Any]:
         return {"cell": self.cell.label, "kind": self.kind, "workload": self.cell.workload, "nemeses": self.cell.mix,
                 "config": self.cell.config, "seed": self.cell.seed, "outcome": self.outcome,
                 "run_dir": str(self.run_dir) if self.run_dir else None, "seconds": round(self.seconds, 1),
                 "anomalies": self.anomalies, "message": self.message, "exit_code": self.exit_code,
-                "spark_app": self.spark_app}
+                "spark_app": self.spark_app, **({"probes": self.probes} if self.probes is not None else {})}

@@ -365,7 +365,15 @@ def _coverage(night: Night) -> dict[str, Any] | None:
     """Probes hit per mix and in the whole night, those never hit, each switch's probe (results.coverage)."""
     from results.coverage import night_coverage
 
-    return night_coverage((e.cell.mix, e.run_dir) for e in night.entries if e.run_dir is not None)
+    # a sim mix's probes are its whole search's (every seed, not only the failing one it saved)
+    sims = [(f"sim-{e.cell.mix}", e.probes) for e in night.entries if e.kind == "sim" and e.probes is not None]
+    registry = None
+    if sims:
+        from harness.fleet.nightly_stage import probe_registry
+
+        registry = probe_registry()
+    return night_coverage(((e.cell.mix, e.run_dir) for e in night.entries if e.run_dir is not None and e.kind != "sim"),
+                          sims, registry)
 
 
 def case_of(e: Entry, suite: str) -> Any:

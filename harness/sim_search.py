@@ -63,6 +63,7 @@ class SearchOutcome:
     spark_batches: int = 0  # Spark jobs that judged batches of seeds
     spark_checked: int = 0  # seeds those jobs judged
     first_hit: dict[str, int] = field(default_factory=dict)  # probe -> seeds simulated when it was first hit
+    hits: dict[str, int] = field(default_factory=dict)  # probe -> how many seeds' runs hit it
 
 
 @dataclass
@@ -259,6 +260,7 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
                     out.sim_seconds += sim.sim_seconds
                     for p in sim.probes:
                         out.first_hit.setdefault(p, out.seeds)
+                        out.hits[p] = out.hits.get(p, 0) + 1
                     if guide is not None:
                         guide.observe(sim.seed, sim.faults, sim.probes)
                     if on_seed is not None:

@@ -101,10 +101,13 @@ def verdict_note(coverage: Mapping[str, Any] | None) -> str:
     return "not exercised: " + ", ".join(f"{b} (probe {p} not hit)" for b, p in coverage["not_exercised"].items())
 
 
-def night_coverage(runs: Iterable[tuple[str, Path]]) -> dict[str, Any] | None:
-    """A night's coverage from its (mix, run directory) pairs: per mix the probes its runs hit, the
-    night's total, the probes no run hit, and each bug switch's probe hit or not; None when no run
-    stored probe counts."""
+def night_coverage(runs: Iterable[tuple[str, Path]], searched: Iterable[tuple[str, Mapping[str, int]]] = (),
+                   registry: tuple[Mapping[str, str], Mapping[str, str]] | None = None) -> dict[str, Any] | None:
+    """A night's coverage from its (mix, run directory) pairs and its simulator searches' (mix, probe
+    -> seeds that hit it) pairs: per mix the probes its runs hit, the night's total, the probes no run
+    hit, and each bug switch's probe hit or not; None when nothing stored probe counts. `registry`
+    (probe descriptions, each switch's probe) is used when no run directory carries one, as in a night
+    of simulator searches alone."""
     per_mix: dict[str, dict[str, int]] = {}
     probes: dict[str, str] = {}
     bug_probes: dict[str, str] = {}
@@ -114,6 +117,10 @@ def night_coverage(runs: Iterable[tuple[str, Path]]) -> dict[str, Any] | None:
             continue
         per_mix[mix] = merge([per_mix.get(mix, {}), cov.hit])
         probes, bug_probes = probes or cov.probes, bug_probes or cov.bug_probes
+    for mix, hit in searched:
+        per_mix[mix] = merge([per_mix.get(mix, {}), {p: n for p, n in hit.items() if n > 0}])
+    if registry is not None:
+        probes, bug_probes = probes or dict(registry[0]), bug_probes or dict(registry[1])
     if not per_mix:
         return None
     total = merge(per_mix.values())

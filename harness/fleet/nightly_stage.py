@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +103,7 @@ class SimCase:
     anomalies: list[str]
     run_dir: Path | None
     exit_code: int
+    probes: dict[str, int] = field(default_factory=dict)  # probe -> seeds of the search whose run hit it
 
 
 def run_sim_stage(stage: SimStage, *, spark_master: str | None, say: Callable[[str], None]) -> list[SimCase]:
@@ -127,13 +128,13 @@ def run_sim_stage(stage: SimStage, *, spark_master: str | None, say: Callable[[s
                        shrink_found=stage.shrink)
             if out.found is None:
                 msg = f"{out.seeds} seeds from {stage.first_seed} clean ({out.sim_seconds:.0f} simulated s)"
-                case = SimCase(mix, base, "valid", time.monotonic() - t0, out.seeds, msg, [], None, 0)
+                case = SimCase(mix, base, "valid", time.monotonic() - t0, out.seeds, msg, [], None, 0, out.hits)
             else:
                 run_dir = save_found(base, out, stage.rates, master, say, check=True)
                 msg = (f"seed {out.found.seed} failed after {out.seeds} seeds; schedule shrunk from "
                        f"{len(out.found.faults)} to {len(out.shrunk)} faults")
                 case = SimCase(mix, base, "invalid", time.monotonic() - t0, out.seeds, msg,
-                               sorted(out.found.anomalies), run_dir, EXIT_INVALID)
+                               sorted(out.found.anomalies), run_dir, EXIT_INVALID, out.hits)
         except Exception as e:  # one mix's crash must not lose the rest of the night
             case = SimCase(mix, base, "crashed", time.monotonic() - t0, 0, f"{type(e).__name__}: {e}", [], None,
                            EXIT_INTERNAL)
@@ -148,4 +149,13 @@ def entries_of(cases: list[SimCase], stage: SimStage) -> list[Any]:
     from harness.night_cells import Cell, Entry
 
     return [Entry(Cell(c.base.workload, c.mix, "sim-search", stage.first_seed, c.base), c.outcome, c.run_dir,
-                  c.seconds, c.anomalies, c.message, c.exit_code, kind="sim") for c in cases]
+                  c.seconds, c.anomalies, c.message, c.exit_code, kind="sim", probes=c.probes) for c in cases]
+
+
+def probe_registry() -> tuple[dict[str, str], dict[str, str]]:
+    """The broker's probes (name -> dangerous state) and each bug switch's probe, for a night whose
+    coverage comes from the simulator alone: the simulator runs this broker's code in process, so
+    its registry is the one the simulated runs counted against."""
+    from logbroker.probes import BUG_PROBES, PROBES
+
+    return dict(PROBES), dict(BUG_PROBES)

@@ -141,6 +141,7 @@ def fleet_search(base: RunSpec, *, first_seed: int, budget_s: float, spark_maste
         out.hosts.add(row["host"])
         for p in row.get("probes", {}):  # coverage, as the local search records it (seeds in order)
             out.first_hit.setdefault(p, out.seeds)
+            out.hits[p] = out.hits.get(p, 0) + 1
         shown.seeds = out.seeds
         if on_seed is not None:
             on_seed(row)

@@ -251,3 +251,22 @@ def test_a_night_with_a_sim_stage_lists_its_failure_beside_the_container_runs(tm
     run = Path(doc["entries"][0]["run_dir"])
     assert json.loads((run / "test.json").read_text())["search"]["found"]  # the search's finding, saved
     assert 'data-kind="sim"' in (night / "index.html").read_text()
+    # the night's coverage holds the whole search's probes (every seed's, not only the saved one's)
+    searched = doc["entries"][0]["probes"]
+    assert searched and doc["coverage"]["per_mix"] == {"sim-kills": sorted(searched)}
+    assert doc["coverage"]["switch_probes"]["truncate-to-hw"]["probe"] == "leader-elected-after-lagging-follow"
+    assert set(doc["coverage"]["never_hit"]).isdisjoint(searched)
+
+
+def test_a_nights_coverage_counts_its_simulator_searches() -> None:
+    """A sim mix's probes (seeds that hit each) join the container runs' per mix and in the total;
+    with no run directory to carry the registry, the one given says what was never hit."""
+    from results.coverage import night_coverage
+
+    registry = ({"a": "state a", "b": "state b", "c": "state c"}, {"bug-x": "b", "bug-y": "c"})
+    cov = night_coverage([], [("sim-full", {"a": 3, "b": 1}), ("sim-kills", {"a": 2, "z": 0})], registry)
+    assert cov is not None
+    assert cov["per_mix"] == {"sim-full": ["a", "b"], "sim-kills": ["a"]}
+    assert cov["hit"] == {"a": 5, "b": 1} and cov["never_hit"] == ["c"]
+    assert cov["switch_probes"] == {"bug-x": {"probe": "b", "hit": True}, "bug-y": {"probe": "c", "hit": False}}
+    assert night_coverage([], [], registry) is None
