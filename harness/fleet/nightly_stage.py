@@ -62,10 +62,7 @@ def sim_stage_from(data: Any, store: str) -> SimStage:
     budget = float(data.get("budget_minutes", 5)) * 60
     if not 0 < budget <= 86400:
         raise UsageError("[sim] budget_minutes must be between 0 and a day")
-    mixes = data.get("mixes", {"full": []})
-    if not isinstance(mixes, dict) or not mixes or not all(
-            isinstance(v, list) and all(isinstance(x, str) for x in v) for v in mixes.values()):
-        raise UsageError("[sim] mixes must be a table of name = [fault families] ([] = the simulator's full mix)")
+    mixes = {name: _mix(name, v) for name, v in _table(data.get("mixes", {"full": []})).items()}
     rates = parse_rates(",".join(str(r) for r in data.get("rates", [20, 100])))
     ints = {k: data.get(k, d) for k, d in (("first_seed", 1), ("jobs", 2), ("check_batch", 32), ("nodes", 3))}
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in ints.values()) or ints["jobs"] < 1:
@@ -78,16 +75,44 @@ def sim_stage_from(data: Any, store: str) -> SimStage:
 
         check_master(str(master))
     bases = {}
-    for name, families in mixes.items():
+    for name, (families, workload) in mixes.items():
         values: dict[str, Any] = {"provisioner": "sim", "nodes": ints["nodes"],
                                   "time_limit": data.get("time_limit", 60), "rate": rates[0],
                                   "nemesis_interval": data.get("nemesis_interval", 10),
                                   "bugs": list(data.get("bugs", [])), "store": store, "name": f"sim-{name}"}
         if families:
             values["nemesis"] = families
+        if workload is not None:
+            values["workload"] = workload
         bases[name] = build_test(build_spec(values)).spec
-    return SimStage(budget, {k: list(v) for k, v in mixes.items()}, rates, ints["first_seed"], ints["jobs"],
+    return SimStage(budget, {k: list(v[0]) for k, v in mixes.items()}, rates, ints["first_seed"], ints["jobs"],
                     ints["check_batch"], None if master is None else str(master), bases, bool(data.get("shrink", True)))
+
+
+MIX_FORM = ("[sim] mixes must be a table of name = [fault families] ([] = the simulator's full mix), or "
+            "name = { nemesis = [fault families], workload = \"txn\" }")
+
+
+def _table(mixes: Any) -> dict[str, Any]:
+    if not isinstance(mixes, dict) or not mixes:
+        raise UsageError(MIX_FORM)
+    return mixes
+
+
+def _mix(name: str, value: Any) -> tuple[list[str], str | None]:
+    """One mix: its fault families, and its workload when it is not the default one (a transactional
+    mix is what reaches the transaction switches' probes)."""
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - {"nemesis", "workload"})
+        workload = value.get("workload")
+        if unknown or (workload is not None and not isinstance(workload, str)):
+            raise UsageError(f"[sim] mix {name}: {MIX_FORM}")
+        families = value.get("nemesis", [])
+    else:
+        families, workload = value, None
+    if not isinstance(families, list) or not all(isinstance(x, str) for x in families):
+        raise UsageError(f"[sim] mix {name}: {MIX_FORM}")
+    return families, workload
 
 
 @dataclass

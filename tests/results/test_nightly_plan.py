@@ -218,11 +218,17 @@ def test_when_the_batch_check_fails_each_run_is_judged_alone(tmp_path: Path, mon
 
 
 def test_a_sim_stage_is_read_from_the_plan_and_checked_before_anything_runs() -> None:
-    plan = plan_from({**MATRIX, "sim": {"budget_minutes": 2, "mixes": {"full": [], "kills": ["kill"]},
-                                        "rates": [20, 100], "time_limit": 30}}, store="/tmp/s")
-    assert plan.sim is not None and list(plan.sim.mixes) == ["full", "kills"] and plan.sim.budget_s == 120
+    plan = plan_from({**MATRIX, "sim": {"budget_minutes": 2, "rates": [20, 100], "time_limit": 30,
+                                        "mixes": {"full": [], "kills": ["kill"],
+                                                  "txn": {"workload": "txn", "nemesis": ["held-markers"]}}}},
+                     store="/tmp/s")
+    assert plan.sim is not None and list(plan.sim.mixes) == ["full", "kills", "txn"] and plan.sim.budget_s == 120
     assert plan.sim.bases["kills"].nemesis == ("kill",) and plan.sim.bases["full"].provisioner == "sim"
+    assert plan.sim.bases["txn"].workload == "txn" and plan.sim.bases["txn"].nemesis == ("held-markers",)
+    assert plan.sim.bases["full"].workload != "txn"
     for bad, words in (({"budget": 2}, "unknown \\[sim\\]"), ({"mixes": {"x": "kill"}}, "mixes"),
+                       ({"mixes": {"x": {"workload": "txn", "faults": []}}}, "mix x"),
+                       ({"mixes": {"x": {"workload": "no-such-workload"}}}, "no-such-workload"),
                        ({"mixes": {"x": ["no-such-family"]}}, "no-such-family"), ({"rates": ["fast"]}, "rate"),
                        ({"jobs": 0}, "whole numbers"), ({"spark_master": "nowhere"}, "not a Spark master")):
         with pytest.raises(UsageError, match=words):
