@@ -103,14 +103,14 @@ class CheckResult:
         out["timings_s"] = self.timings
         if self.coverage:
             out["coverage"] = self.coverage
-            out["verdict_note"] = verdict_note(self.coverage)
+            out["verdict_note"] = verdict_note(self.coverage, self.valid)
         return out
 
     @property
     def label(self) -> str:
         """The verdict as said: VALID, INVALID or UNKNOWN, with "not exercised: ..." when a bug switch
         was on and its scenario's probe never hit (the exit code stays the verdict's)."""
-        note = verdict_note(self.coverage)
+        note = verdict_note(self.coverage, self.valid)
         return f"{describe(self.valid)} ({note})" if note else describe(self.valid)
 
 
@@ -647,8 +647,8 @@ def print_summary(paths: list[Path], results: list[CheckResult | ChaosError]) ->
         else:
             label, code = describe(r.valid), r.exit_code
             detail = ", ".join(r.bad_error_types or r.anomalies) or ""
-            if verdict_note(r.coverage):
-                detail = f"{detail} ({verdict_note(r.coverage)})".strip()
+            if note := verdict_note(r.coverage, r.valid):
+                detail = f"{detail} ({note})".strip()
             if r.run_dir is not None:
                 detail = f"{detail} — {r.run_dir / 'results.json'}" if detail else str(r.run_dir / "results.json")
         worst = max(worst, code)

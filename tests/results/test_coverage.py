@@ -32,6 +32,9 @@ def test_counts_are_summed_and_a_switch_whose_probe_was_not_hit_is_not_exercised
     j = cov.to_json()
     assert j["bugs"] == {"bug-on-a": {"probe": "a", "hit": True}, "bug-on-b": {"probe": "b", "hit": False}}
     assert verdict_note(j) == "not exercised: bug-on-b (probe b not hit)"
+    assert verdict_note(j, "unknown") == "not exercised: bug-on-b (probe b not hit)"
+    # beside anomalies the run reached the bug some way: the note must not contradict the verdict
+    assert verdict_note(j, False) == "found without the scenario's probe: bug-on-b (probe b not hit)"
     assert "state b" in cov.explain("bug-on-b")
 
 
