@@ -2,13 +2,20 @@
 dangerous states (coverage probes, `cluster-impl/logbroker/probes.py`) no earlier seed reached.
 
 AFL's idea on fault schedules: a seed whose run hit a probe never hit before joins the *corpus*
-(its seed and its fault schedule). Each round, half the candidates are fresh seeds (the plain
-search), the rest mutants of corpus entries — the same seed, so the workload and the simulator's
+(its seed and its fault schedule). Each round, some candidates are fresh seeds (the plain search),
+the rest mutants of corpus entries — the same seed, so the workload and the simulator's
 choices stay what they were, with its schedule changed a little: a fault moved, stretched or
 shortened, dropped, or repeated later, or a fault of another corpus entry spliced in (a dangerous
 state often needs two faults at once, such as a lagging follower and then its leader's death, and
 two entries may each have found one half). A mutant that reaches something new joins the corpus in
 turn.
+
+How many mutants: as many as they earn, a two-armed bandit. Each arm's yield is the share of its last
+`YIELD_WINDOW` candidates that reached a probe new to the search (with one in two as the prior), and the
+mutants' share is their yield over both, kept within `MUTANT_SHARE`. Early on fresh seeds find
+something almost every time and get most of the round (a fixed half would reach every probe a fresh
+seed finds at half the plain search's pace); once fresh seeds stop finding anything the mutants,
+which search around the rare states, get up to four in five.
 
 Which entry to mutate: half the time one of the newest (the search dwells where it last found
 something), half the time by *rarity*, as AFL's and libFuzzer's power schedules do: an entry's weight
@@ -24,7 +31,7 @@ from __future__ import annotations
 
 import copy
 import random
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +55,10 @@ class Entry:
 
 #: share of the mutants that first splice in one fault of another corpus entry
 SPLICE_SHARE = 0.25
+#: bounds of the mutants' share of a round, so neither arm starves
+MUTANT_SHARE = (0.2, 0.8)
+#: how many of each arm's latest candidates its yield is measured over
+YIELD_WINDOW = 30
 
 
 @dataclass
@@ -60,15 +71,31 @@ class CoverageGuide:
     next_seed: int = -1
     rounds: int = 0
     mutants: int = 0
+    #: per arm ("fresh", "mutant"): whether each of its latest candidates reached a new probe (1) or not
+    found: dict[str, deque[int]] = field(
+        default_factory=lambda: {arm: deque(maxlen=YIELD_WINDOW) for arm in ("fresh", "mutant")})
 
     def __post_init__(self) -> None:
         self.next_seed = self.first_seed
 
+    def share(self) -> float:
+        """The mutants' share of the next round (0 until the corpus has an entry)."""
+        if not self.corpus:
+            return 0.0
+        fresh, mutant = (self._yield(arm) for arm in ("fresh", "mutant"))
+        return min(max(mutant / (fresh + mutant), MUTANT_SHARE[0]), MUTANT_SHARE[1])
+
+    def _yield(self, arm: str) -> float:
+        window = self.found[arm]
+        return (sum(window) + 1) / (len(window) + 2)
+
     def candidates(self, n: int) -> list[Candidate]:
-        """The next round: fresh seeds, and (once the corpus has entries) as many mutants of them."""
+        """The next round: fresh seeds first, then (once the corpus has entries) mutants of them, each
+        candidate a mutant with the probability `share()`."""
         rng = random.Random(f"coverage-guide/{self.first_seed}/{self.rounds}")
         self.rounds += 1
-        n_mut = n // 2 if self.corpus else 0
+        share = self.share()
+        n_mut = sum(1 for _ in range(n) if rng.random() < share)
         out = []
         for _ in range(n - n_mut):
             out.append(Candidate(self.next_seed, None))
@@ -92,11 +119,13 @@ class CoverageGuide:
         """The sum over the entry's probes of 1 / runs that hit the probe (a probe hit once counts 1)."""
         return sum(1.0 / max(1, self.hits[p]) for p in entry.probes) or 1e-9
 
-    def observe(self, seed: int, faults: Schedule, hit: dict[str, int]) -> list[str]:
+    def observe(self, seed: int, faults: Schedule, hit: dict[str, int], *, mutant: bool = False) -> list[str]:
         """A candidate's run hit `hit`: the probes new to the search (the run joins the corpus if any).
-        The newest entries go first, so the search dwells where it last found something."""
+        The newest entries go first, so the search dwells where it last found something. `mutant`:
+        the candidate was a mutant, not a fresh seed (its arm's yield is credited)."""
         self.hits.update(hit.keys())
         new = sorted(p for p in hit if p not in self.covered)
+        self.found["mutant" if mutant else "fresh"].append(1 if new else 0)
         for p in new:
             self.covered[p] = seed
         if new:

@@ -254,7 +254,7 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
                 batch = [pool.submit(simulate_and_screen, seed_spec(base, c.seed, rates).to_json(), c.faults, scratch)
                          for c in todo]
                 seed += n
-                for fut in batch:  # in seed order: the first failing seed is the smallest
+                for cand, fut in zip(todo, batch, strict=True):  # in seed order: the first failing seed is the smallest
                     sim = fut.result()
                     out.seeds += 1
                     out.sim_seconds += sim.sim_seconds
@@ -262,7 +262,7 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
                         out.first_hit.setdefault(p, out.seeds)
                         out.hits[p] = out.hits.get(p, 0) + 1
                     if guide is not None:
-                        guide.observe(sim.seed, sim.faults, sim.probes)
+                        guide.observe(sim.seed, sim.faults, sim.probes, mutant=cand.faults is not None)
                     if on_seed is not None:
                         on_seed(sim)
                     if sim.screened and out.found is None:

@@ -27,10 +27,31 @@ def test_fresh_seeds_until_something_new_then_mutants_of_what_found_it() -> None
     assert g.observe(10, SCHEDULE, {"a": 1}) == ["a"]
     assert g.observe(11, SCHEDULE, {"a": 3}) == []  # nothing new: not kept
     assert g.corpus == [Entry(10, SCHEDULE, frozenset({"a"}))]
-    second = g.candidates(4)
-    assert [c.seed for c in second[:2]] == [14, 15]
-    assert all(c.seed == 10 and c.faults is not None and c.faults != SCHEDULE for c in second[2:])
-    assert g.covered == {"a": 10} and g.mutants == 2
+    later = [c for _ in range(10) for c in g.candidates(4)]
+    fresh = [c.seed for c in later if c.faults is None]
+    assert fresh == list(range(14, 14 + len(fresh)))  # the plain search goes on, seed after seed
+    mutants = [c for c in later if c.faults is not None]
+    assert mutants and all(c.seed == 10 and c.faults != SCHEDULE for c in mutants)
+    assert g.covered == {"a": 10} and g.mutants == len(mutants)
+
+
+def test_the_mutants_share_follows_what_each_kind_of_candidate_finds() -> None:
+    """A two-armed bandit: while fresh seeds keep finding new probes they get most of each round; once
+    they find nothing and mutants do, the mutants get most, never all."""
+    g = CoverageGuide(first_seed=1, time_limit=30.0)
+    assert g.share() == 0.0  # nothing to mutate yet
+    g.observe(1, SCHEDULE, {"p1": 1})
+    assert 0.2 < g.share() < 0.5  # fresh seeds have found something, mutants are untried (the prior)
+    for seed in range(2, 32):
+        g.observe(seed, SCHEDULE, {f"p{seed}": 1})  # every fresh seed finds something ...
+        g.observe(1, SCHEDULE, {"p1": 1}, mutant=True)  # ... and no mutant does
+    assert g.share() == coverage_guide.MUTANT_SHARE[0]
+    for seed in range(32, 62):
+        g.observe(seed, SCHEDULE, {"p1": 1})  # fresh seeds dry up ...
+        g.observe(1, SCHEDULE, {f"m{seed}": 1}, mutant=True)  # ... while mutants find new ones
+    assert g.share() == coverage_guide.MUTANT_SHARE[1]
+    kinds = Counter(c.faults is None for _ in range(200) for c in g.candidates(2))
+    assert kinds[False] > 3 * kinds[True] > 0
 
 
 def test_the_same_start_gives_the_same_mutants() -> None:
@@ -104,6 +125,7 @@ def test_a_guided_search_plays_its_mutants_and_spliced_schedules_on_the_simulato
         return out
 
     monkeypatch.setattr(coverage_guide, "SPLICE_SHARE", 1.0)
+    monkeypatch.setattr(coverage_guide, "MUTANT_SHARE", (0.5, 0.5))
     monkeypatch.setattr(coverage_guide, "splice", splicing)
     base = build_test(build_spec({"provisioner": "sim", "nodes": 3, "time_limit": 8.0, "rate": 20.0,
                                   "nemesis_interval": 2.0, "name": "guided"})).spec
