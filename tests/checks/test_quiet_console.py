@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 from tests.conftest import CHAOS
@@ -59,3 +60,22 @@ def test_several_runs_in_one_command_say_what_is_not_looked_for_once(tmp_path: P
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stderr.count("elle-cli not found") == 1, res.stderr
     assert res.stderr.count("VALID") >= 2, res.stderr  # both runs were checked
+
+
+def test_a_librarys_root_logging_call_does_not_open_the_terminal_to_broker_records() -> None:
+    """py4j logs a failed gateway command with the module-level `logging.info`, whose implicit
+    basicConfig used to give the root logger a stderr handler: from then on every INFO record of the
+    in-process broker (a night's sim stage shrinking a seed) reached the terminal. Without `-v` the
+    terminal stays ours; with it the records are shown."""
+    script = ("import logging, sys\n"
+              "from harness.cli import cli\n"
+              "cli.main(args=sys.argv[1:] + ['nemeses'], standalone_mode=False)\n"
+              "logging.info('a library logs at the root')\n"
+              "lg = logging.getLogger('logbroker.txn.coordinator')\n"
+              "lg.setLevel(logging.INFO)\n"
+              "lg.info('a broker record')\n")
+    quiet = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert quiet.returncode == 0, quiet.stderr
+    assert "a broker record" not in quiet.stderr and "a library logs" not in quiet.stderr, quiet.stderr
+    loud = subprocess.run([sys.executable, "-c", script, "-v"], capture_output=True, text=True, timeout=120)
+    assert "a broker record" in loud.stderr, loud.stderr
