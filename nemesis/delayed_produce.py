@@ -6,7 +6,11 @@ and delivers them, in order, when the cut is lifted — for longer than a produc
 produce (its transaction timeout): the producer gives up on the write, its transaction is aborted
 (or its outcome unknown), and the producer goes on with its next transactions. When the cut lifts,
 the held produce reaches the leader after its transaction ended. A broker that verifies
-transactional writes with the coordinator (KIP-890) refuses it; one that does not (the switch
+transactional writes with the coordinator (KIP-890) refuses it — provided the producer's epoch moved
+on: part 1 asks only whether the partition is in the producer's ongoing transaction, which it is
+once the producer's next transaction added it, so the producer bumps its epoch at every end (part 2)
+or after aborting a transaction whose write timed out (KIP-360; librdkafka and the Java client do,
+and so does the simulator's client since the nightly's seed 5). One that does not verify (the switch
 `no-txn-verification`, Kafka before KIP-890) lets it open a transaction on the partition that the
 producer's next transaction there commits: the aborted transaction's write is read as committed, a
 torn transaction (G1a in the history). Written once against `Net`: iptables in containers, the

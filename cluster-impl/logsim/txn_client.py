@@ -11,7 +11,11 @@ apart; KIP-98, with KIP-890 part 2 when `end_version` is 5):
 - `transaction(writes, commit)`: AddPartitionsToTxn for the transaction's partitions, one
   transactional batch per partition to its leader (retried unchanged, same sequence, after retriable
   errors until the transaction's deadline), then EndTxn. EndTxn v5 hands back the bumped epoch (the
-  sequences restart); earlier versions keep it. The outcome is `committed` or `aborted` when the
+  sequences restart); earlier versions keep it, except after an abort of a transaction one of whose
+  produces timed out: its fate is unknown and it may still arrive, so the producer bumps its epoch
+  with InitProducerId carrying its producer id and epoch (KIP-360, as librdkafka does for timed-out
+  messages and the Java client for expired batches) and the late write is fenced at the partition
+  instead of joining the producer's next transaction there. The outcome is `committed` or `aborted` when the
   coordinator acknowledged that end; `aborted` also when a step failed before EndTxn(commit) was sent
   and the abort was acknowledged; `unknown` otherwise (the EndTxn answer never came, or the producer
   was fenced): such a transaction must be all or nothing, and the producer initializes again;
@@ -68,6 +72,7 @@ class SimTxnProducer:
         self.pid, self.epoch = -1, -1
         self.seq: dict[int, int] = {}
         self.offsets: dict[int, int] = {}  # partition -> base offset of the last transaction's batch there
+        self.timed_out = False  # the last transaction had a produce that was never answered
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -114,9 +119,12 @@ class SimTxnProducer:
             return dict(body)
         return None
 
-    async def init(self, patience_s: float = 60.0) -> bool:
+    async def init(self, patience_s: float = 60.0, *, bump: bool = False) -> bool:
+        """InitProducerId: a new incarnation, or with `bump` this one's epoch raised (KIP-360: the
+        request names the producer id and epoch it has). Sequences restart either way."""
+        pid, epoch = (self.pid, self.epoch) if bump else (-1, -1)
         body = await self._ask(INIT_PID, 4, {"transactional_id": self.tid, "transaction_timeout_ms": self.timeout_ms,
-                                             "producer_id": -1, "producer_epoch": -1},
+                                             "producer_id": pid, "producer_epoch": epoch},
                                self.loop.time() + patience_s)
         if body is None or int(body["error_code"]) != 0:
             return False
@@ -130,13 +138,18 @@ class SimTxnProducer:
         deadline = self.loop.time() + self.produce_timeout_s
         keys = sorted({k for k, _ in writes})
         self.offsets = {}
+        self.timed_out = False
         try:
             ok = await self._add(keys, deadline)
             if ok:
                 results = await asyncio.gather(*(self._produce(k, [v for kk, v in writes if kk == k], deadline)
                                                   for k in keys))
                 ok = all(results)
-            return await self._end(commit and ok, deadline + 5, wanted=commit)
+            outcome = await self._end(commit and ok, deadline + 5, wanted=commit)
+            if outcome == "aborted" and self.timed_out and self.end_version < 5 \
+                    and not await self.init(patience_s=self.produce_timeout_s + 5, bump=True):
+                self.pid = -1  # no bump: start a new incarnation before the next transaction
+            return outcome
         except Fenced:
             self.pid = -1
             return "unknown"
@@ -196,6 +209,7 @@ class SimTxnProducer:
                 return False
             stale = True
             await asyncio.sleep(0.1)
+        self.timed_out = True  # sent, maybe more than once, never answered: it may still arrive
         return False
 
     async def _end(self, commit: bool, deadline: float, *, wanted: bool) -> str:
