@@ -51,6 +51,8 @@ PROBES: dict[str, str] = {
     "stale-leader-epoch-order": "a LeaderAndIsr/StopReplica carries an older leader epoch than the replica's",
     "controller-request-stale-broker-epoch":
         "a controller request addressed to an earlier registration of this broker arrives late (KIP-380)",
+    "controller-request-before-registration":
+        "a controller request reaches a restarted broker before it registered: it waits for the broker epoch",
     "update-metadata-out-of-order":
         "an UpdateMetadata older than the one already applied arrives (a cut connection's retransmission)",
     "leader-and-isr-stale-isr-version":

@@ -72,9 +72,13 @@ _NO_CONTROLLER = probe("alter-isr-controller-unavailable")
 _MOOT = probe("alter-isr-moot")
 _NO_DATA = probe("broker-starts-without-its-data")
 _STALE_BROKER_EPOCH = probe("controller-request-stale-broker-epoch")
+_UNREGISTERED = probe("controller-request-before-registration")
 _METADATA_OUT_OF_ORDER = probe("update-metadata-out-of-order")
 #: controller -> broker requests that are addressed to one registration of the broker (KIP-380)
 _ADDRESSED = ("leader_and_isr", "update_metadata", "stop_replica")
+#: how long a controller request waits for this broker's registration before it is refused: a current
+#: controller writes to a broker only after its registration, which then completes at once
+REGISTRATION_WAIT_S = 30.0
 META_FILE = "meta.properties"  # Kafka's name for the file that says whose log directory this is
 STALE_CONTROLLER_EPOCH = rules.STALE_CONTROLLER_EPOCH
 KAFKA_REQUEST_TIMEOUT_S = 30.0  # request.timeout.ms, for Kafka requests to peers
@@ -112,6 +116,13 @@ class ReplicaManager:
         self.producer_ids = StoreProducerIds(store, offload, self.bid, lambda: self.stopping)
         core.producer_ids = self.producer_ids
         self.broker_epoch = -1
+        #: set once this incarnation has registered and knows its broker epoch. Controller requests wait
+        #: for it, as Kafka's broker serves no request before it registered (KafkaServer starts
+        #: processing requests last): otherwise a restarted broker, waiting for its old session's
+        #: registration to expire, took a partitioned old controller's LeaderAndIsr addressed to its
+        #: previous incarnation, followed that controller's zombie leader, and the two acknowledged
+        #: writes the real leader never had (coverage-bench seed 44: 11 acknowledged records lost)
+        self._registered = asyncio.Event()
         #: (controller epoch, seq) of the UpdateMetadata applied last: an older one arriving late is moot
         self._metadata_applied = (-1, 0)
         self.lost_data = ""  # this process's incarnation, when it found its log directory without our meta file
@@ -139,6 +150,7 @@ class ReplicaManager:
         self.lost_data = self._claim_log_dir()
         self.broker_epoch = await self._zk(self.zk.register_broker, self.bid, self.cfg.advertised_host,
                                            self.cfg.advertised_port, self.lost_data)
+        self._registered.set()
         self.zk.session_listeners.append(self._on_session)
         self.tasks.append(asyncio.create_task(self._isr_maintenance()))
         self.tasks.append(asyncio.create_task(self._checkpoint_loop()))
@@ -266,6 +278,13 @@ class ReplicaManager:
     # --- internal requests ---------------------------------------------------------------------
     async def handle_internal(self, body: dict[str, Any]) -> dict[str, Any]:
         kind = body["type"]
+        if kind in _ADDRESSED and not self._registered.is_set():
+            _UNREGISTERED()
+            try:  # until then no request can be told stale
+                await asyncio.wait_for(self._registered.wait(), REGISTRATION_WAIT_S)
+            except TimeoutError:
+                log.warning("ignoring %s: this broker has not registered yet", kind)
+                return {"error": int(Err.STALE_BROKER_EPOCH)}
         if kind in _ADDRESSED and -1 < int(body.get("broker_epoch", -1)) < self.broker_epoch:  # -1: unaddressed
             _STALE_BROKER_EPOCH()
             log.warning("ignoring %s addressed to an earlier registration of this broker (epoch %s < %d)", kind,

@@ -24,7 +24,7 @@ from logbroker.offload import inline
 from logbroker.replication import decisions as rules
 from logbroker.replication.truncation import TruncationSearch
 from memstore import MemoryStore
-from test_replica_runner import late_controller_requests
+from test_replica_runner import late_controller_requests, request_before_registration
 
 
 def _cluster(state: PartitionState, *, unclean: bool = False, replicas: tuple[int, ...] = (1, 2, 3)
@@ -139,8 +139,14 @@ def late_requests() -> None:
         late_controller_requests(Path(d))
 
 
+def unregistered_requests() -> None:
+    with tempfile.TemporaryDirectory() as d:
+        request_before_registration(Path(d))
+
+
 PROCESS_SCENARIOS: dict[str, Callable[[], None]] = {
     "controller-request-stale-broker-epoch": late_requests,
+    "controller-request-before-registration": unregistered_requests,
     "update-metadata-out-of-order": late_requests,
     "leader-and-isr-stale-isr-version": late_requests,
     "offsets-for-epoch-fenced": offsets_for_an_old_epoch,

@@ -119,3 +119,37 @@ def late_controller_requests(tmp_path: Path) -> None:
 
 def test_late_controller_requests_change_nothing(tmp_path: Path) -> None:
     late_controller_requests(tmp_path)
+
+
+def request_before_registration(tmp_path: Path) -> None:
+    """A restarted broker that has not registered yet (its old registration's session has not
+    expired) gets a LeaderAndIsr addressed to that old registration, from a controller cut off from
+    the store: it must not act on it. It waits for its own registration, then refuses it as stale;
+    one addressed to the new registration is applied. (Coverage-bench seed 44 on the simulator: the
+    restarted broker followed the old controller's zombie leader, and the two acknowledged 11
+    records the real leader never had.)"""
+
+    async def run() -> None:
+        store = MemoryStore()
+        old_epoch = store.register_broker(1, "n1", 9092)  # the previous incarnation's registration
+        core = _core(tmp_path)
+        rm = ReplicaManager(core, store, inline)
+        core.replication = rm
+        order = {"type": "leader_and_isr", "controller_id": 2, "controller_epoch": 1, "broker_epoch": old_epoch,
+                 "partitions": [{"topic": "t", "partition": 0, "leader": 2, "leader_epoch": 1, "isr": [1, 2],
+                                 "replicas": [1, 2], "zk_version": 0}]}
+        early = asyncio.ensure_future(rm.handle_internal(order))
+        await asyncio.sleep(0.05)
+        assert not early.done(), "a controller request was acted on before the broker registered"
+        await rm.start_async()
+        assert await early == {"error": int(Err.STALE_BROKER_EPOCH)}
+        assert TopicPartition("t", 0) not in core.partitions or \
+            core.partitions[TopicPartition("t", 0)].role is not Role.FOLLOWER
+        await rm.stop_async()
+        core.close()
+
+    asyncio.run(run())
+
+
+def test_a_request_before_registration_waits_and_one_for_the_old_registration_is_refused(tmp_path: Path) -> None:
+    request_before_registration(tmp_path)
