@@ -44,14 +44,23 @@ def main(argv: list[str] | None = None) -> int:
         values["nemesis"] = args.nemesis
     base = build_test(build_spec(values)).spec
     runs: dict[str, tuple[SearchOutcome, float]] = {}
+    failures: dict[str, list[dict[str, Any]]] = {}
     for mode in ("plain", "guided"):
         guide = CoverageGuide(args.first_seed, args.time_limit) if mode == "guided" else None
         seeds = args.plain_seeds if mode == "plain" and args.plain_seeds else args.seeds
         t0 = time.monotonic()
+        failed: list[dict[str, Any]] = []
+
+        def seen(sim: Any, failed: list[dict[str, Any]] = failed) -> None:
+            if sim.screened:  # a failing seed (or mutant) is a finding, not the end of the measurement
+                failed.append({"seed": sim.seed, "anomalies": sim.screened, "faults": sim.faults})
+
         out = search(base, first_seed=args.first_seed, budget_s=10**9, jobs=args.jobs, say=lambda _s: None,
-                     max_seeds=seeds, shrink_found=False, check_batch=0, guide=guide)
+                     max_seeds=seeds, shrink_found=False, check_batch=0, guide=guide, keep_going=True, on_seed=seen)
         runs[mode] = (out, time.monotonic() - t0)
-        print(f"{mode}: {out.seeds} seeds in {runs[mode][1]:.0f} s, {len(out.first_hit)} probes hit", flush=True)
+        failures[mode] = failed
+        print(f"{mode}: {out.seeds} seeds in {runs[mode][1]:.0f} s, {len(out.first_hit)} probes hit, "
+              f"{len(failed)} failing" + "".join(f"; seed {f['seed']}: {f['anomalies']}" for f in failed), flush=True)
     reachable = set(runs["plain"][0].first_hit) | set(runs["guided"][0].first_hit)
     result: dict[str, Any] = {"seeds_guided": args.seeds, "seeds_plain": args.plain_seeds or args.seeds,
                               "first_seed": args.first_seed, "time_limit_s": args.time_limit,
@@ -61,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         result[mode] = {"seeds": out.seeds, "wall_s": round(wall, 1), "probes_hit": len(out.first_hit),
                         "seeds_until_all_reachable": n,
                         "wall_s_until_all_reachable": None if n is None else round(wall * n / max(out.seeds, 1), 1),
-                        "first_hit": dict(sorted(out.first_hit.items()))}
+                        "first_hit": dict(sorted(out.first_hit.items())), "failing": failures[mode]}
     plain, guided = (result[m]["seeds_until_all_reachable"] for m in ("plain", "guided"))
     result["ratio_plain_to_guided_seeds"] = round(plain / guided, 2) if plain and guided else None
     args.out.parent.mkdir(parents=True, exist_ok=True)
