@@ -121,7 +121,7 @@ class ReplicaManager:
         #: processing requests last): otherwise a restarted broker, waiting for its old session's
         #: registration to expire, took a partitioned old controller's LeaderAndIsr addressed to its
         #: previous incarnation, followed that controller's zombie leader, and the two acknowledged
-        #: writes the real leader never had (coverage-bench seed 44: 11 acknowledged records lost)
+        #: writes the real leader never had (coverage-bench seed 44: 6 acknowledged records lost)
         self._registered = asyncio.Event()
         #: (controller epoch, seq) of the UpdateMetadata applied last: an older one arriving late is moot
         self._metadata_applied = (-1, 0)

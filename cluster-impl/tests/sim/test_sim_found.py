@@ -199,8 +199,8 @@ def test_a_restarted_broker_takes_no_order_before_it_registered(tmp_path: Path) 
     """n3, restarted while its old registration had not yet expired, took a LeaderAndIsr from n1 — the
     controller before last, cut off from ZooKeeper and addressing n3's earlier registration — before
     n3 had registered, so no broker epoch could call it stale. n3 followed n1's zombie leader of key 0,
-    the two acknowledged 11 records with acks=all that the real leader (n2) never had, and they were
-    truncated when both followed n2: `unseen` 6 after a complete drain. The broker now waits for its
+    the two acknowledged records with acks=all that the real leader (n2) never had, and they were
+    truncated when both followed n2: `unseen` 6, on every key, after a complete drain. The broker now waits for its
     registration before it acts on a controller request (Kafka's serves no request before)."""
     spec = build_spec({"provisioner": "sim", "nodes": 3, "time_limit": 20.0, "rate": 20.0, "seed": 44,
                        "nemesis_interval": 5.0, "name": "coverage-bench"})

@@ -126,8 +126,8 @@ def request_before_registration(tmp_path: Path) -> None:
     expired) gets a LeaderAndIsr addressed to that old registration, from a controller cut off from
     the store: it must not act on it. It waits for its own registration, then refuses it as stale;
     one addressed to the new registration is applied. (Coverage-bench seed 44 on the simulator: the
-    restarted broker followed the old controller's zombie leader, and the two acknowledged 11
-    records the real leader never had.)"""
+    restarted broker followed the old controller's zombie leader, and the two acknowledged records
+    with acks=all that the real leader never had.)"""
 
     async def run() -> None:
         store = MemoryStore()
