@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.client_log import client_log
 from harness.phases import armed, collected, deployed, drained, healed, provisioned, recorded, recording
 from harness.signals import signum_of, stop_signals
 from kernel.errors import ChaosError, Interrupted
@@ -89,7 +90,7 @@ def run(test: Test, *, progress: bool = True, say: Callable[[str], None] = _stde
         if extra_meta:
             rec.rd.write_meta(**extra_meta)
         try:
-            with provisioned(test, rec) as cluster, deployed(test, cluster, rec) as db:
+            with client_log(rec.path), provisioned(test, rec) as cluster, deployed(test, cluster, rec) as db:
                 with armed(test, cluster, db, rec, faults) as nemesis:
                     if check and (warm_up := getattr(test.checker, "warm_up", None)) is not None:
                         warm_up(rec.path)

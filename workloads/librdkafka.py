@@ -188,6 +188,10 @@ class Librdkafka:
             if err is not None:
                 if err.fatal():
                     raise KafkaException(err)
+                # an offset reset, a truncation librdkafka detected, a broker down: kept in the run's
+                # clients.log (harness/client_log.py), since the history alone cannot say why a
+                # position moved
+                _quiet.warning("process %s consumer: %s (partition %s)", self.ctx.process, err, m.partition())
                 continue
             offset, value = m.offset(), m.value()
             if offset is None or value is None:
