@@ -68,12 +68,27 @@ def cli(verbose: bool) -> None:
         os.environ["CHAOS_VERBOSE"] = "1"  # read where a tool is started (results.spark)
         logging.basicConfig(level=logging.INFO, format="chaos: %(name)s: %(message)s")
     else:
-        # The console carries our own sentences only. A root handler that drops everything keeps a
-        # library's module-level `logging.info(...)` (py4j calls one when a gateway command fails) from
-        # installing a stderr handler through the implicit basicConfig, after which every record
-        # of the in-process broker (the simulator, shrinking in this process) reached the terminal:
-        # 19,066 INFO lines in one night's sim stage. The records still reach the run's node logs.
-        logging.getLogger().addHandler(logging.NullHandler())
+        # The console carries our own sentences only. Without a root handler, a library's module-level
+        # `logging.info(...)` (py4j calls one when a gateway command fails) installs a stderr handler
+        # through the implicit basicConfig, after which every record of the in-process broker (the
+        # simulator, shrinking in this process) reached the terminal: 19,066 INFO lines in one night's
+        # sim stage. This handler takes that place and shows what Python's last resort showed before:
+        # warnings of our own packages, as bare sentences. The broker's records go to the node logs.
+        logging.getLogger().addHandler(_our_warnings())
+
+
+#: the packages whose warnings reach the console without -v
+OUR_PACKAGES = frozenset({"harness", "kernel", "nemesis", "results", "workloads"})
+
+
+def _our_warnings() -> Any:
+    import logging
+
+    handler = logging.StreamHandler()
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.addFilter(lambda record: record.name.split(".")[0] in OUR_PACKAGES)
+    return handler
 
 
 def main(argv: list[str] | None = None) -> Any:

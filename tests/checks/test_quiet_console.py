@@ -73,9 +73,13 @@ def test_a_librarys_root_logging_call_does_not_open_the_terminal_to_broker_recor
               "logging.info('a library logs at the root')\n"
               "lg = logging.getLogger('logbroker.txn.coordinator')\n"
               "lg.setLevel(logging.INFO)\n"
-              "lg.info('a broker record')\n")
+              "lg.info('a broker record')\n"
+              "lg.warning('a broker warning')\n"
+              "logging.getLogger('harness.pool').warning('a warning of ours')\n")
     quiet = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert quiet.returncode == 0, quiet.stderr
     assert "a broker record" not in quiet.stderr and "a library logs" not in quiet.stderr, quiet.stderr
+    assert "a broker warning" not in quiet.stderr, quiet.stderr
+    assert "a warning of ours" in quiet.stderr  # as Python's last resort showed it before
     loud = subprocess.run([sys.executable, "-c", script, "-v"], capture_output=True, text=True, timeout=120)
     assert "a broker record" in loud.stderr, loud.stderr
