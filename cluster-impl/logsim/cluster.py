@@ -20,7 +20,7 @@ from typing import Any
 from logbroker.coord import paths
 from logbroker.core.partition import Partition, TopicPartition
 from logbroker.dump import PROBES_FILE, dump_partition
-from logbroker.probes import node_file
+from logbroker.probes import BUG_PROBES, PROBES, node_file
 
 from logsim.loop import NODE, SimLoop
 from logsim.network import SimNetwork
@@ -257,3 +257,10 @@ class SimCluster:
     def power_loss(self, name: str) -> dict[str, int]:
         """The node loses power: bytes lost per replica directory."""
         return self.nodes[name].kill(power_loss=True, rng=self._rng)
+
+
+def probe_registry() -> tuple[dict[str, str], dict[str, str]]:
+    """The probes of the broker these simulated nodes run (name -> dangerous state) and each bug
+    switch's probe: what a simulated run's counts are counted against, for a reader that has counts
+    but no run directory carrying the registry (a night's simulator search)."""
+    return dict(PROBES), dict(BUG_PROBES)

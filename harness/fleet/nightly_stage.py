@@ -179,8 +179,8 @@ def entries_of(cases: list[SimCase], stage: SimStage) -> list[Any]:
 
 def probe_registry() -> tuple[dict[str, str], dict[str, str]]:
     """The broker's probes (name -> dangerous state) and each bug switch's probe, for a night whose
-    coverage comes from the simulator alone: the simulator runs this broker's code in process, so
-    its registry is the one the simulated runs counted against."""
-    from logbroker.probes import BUG_PROBES, PROBES
+    coverage comes from the simulator alone: asked of the simulator backend, which runs this broker's
+    code in process, so its registry is the one the simulated runs counted against."""
+    from harness.provision.sim import probe_registry as of_the_simulator
 
-    return dict(PROBES), dict(BUG_PROBES)
+    return of_the_simulator()
