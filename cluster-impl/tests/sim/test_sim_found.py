@@ -205,4 +205,6 @@ def test_a_restarted_broker_takes_no_order_before_it_registered(tmp_path: Path) 
     spec = build_spec({"provisioner": "sim", "nodes": 3, "time_limit": 20.0, "rate": 20.0, "seed": 44,
                        "nemesis_interval": 5.0, "name": "coverage-bench"})
     run_dir, meta = simulate(spec, tmp_path, [PlannedFault.from_json(f) for f in SCHEDULE_44])
+    hits = [json.loads(f.read_text())["counts"] for f in sorted((run_dir / "replicas").glob("*/probes.json"))]
+    assert sum(h.get("controller-request-before-registration", 0) for h in hits) > 0  # the window was met
     assert meta["drained"] and screen(run_dir) == {}
