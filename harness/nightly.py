@@ -369,7 +369,7 @@ def _coverage(night: Night) -> dict[str, Any] | None:
     sims = [(f"sim-{e.cell.mix}", e.probes) for e in night.entries if e.kind == "sim" and e.probes is not None]
     registry = None
     if sims:
-        from harness.fleet.nightly_stage import probe_registry
+        from harness.provision.sim import probe_registry
 
         registry = probe_registry()
     return night_coverage(((e.cell.mix, e.run_dir) for e in night.entries if e.run_dir is not None and e.kind != "sim"),

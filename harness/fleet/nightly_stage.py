@@ -176,11 +176,3 @@ def entries_of(cases: list[SimCase], stage: SimStage) -> list[Any]:
     return [Entry(Cell(c.base.workload, c.mix, "sim-search", stage.first_seed, c.base), c.outcome, c.run_dir,
                   c.seconds, c.anomalies, c.message, c.exit_code, kind="sim", probes=c.probes) for c in cases]
 
-
-def probe_registry() -> tuple[dict[str, str], dict[str, str]]:
-    """The broker's probes (name -> dangerous state) and each bug switch's probe, for a night whose
-    coverage comes from the simulator alone: asked of the simulator backend, which runs this broker's
-    code in process, so its registry is the one the simulated runs counted against."""
-    from harness.provision.sim import probe_registry as of_the_simulator
-
-    return of_the_simulator()
