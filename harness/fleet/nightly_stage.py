@@ -6,6 +6,8 @@ In the plan (nightly.toml):
     [sim]                         # optional; without it the night is container runs only
     budget_minutes = 4            # wall time for the search, shared by its mixes (shrinking may add as much)
     mixes = { full = [], kills = ["kill", "power-loss"] }   # name = fault families; [] = the simulator's full mix
+    # or name = { nemesis = [...], workload = "txn", time_limit = 30, nemesis_interval = 5, share = 2 }:
+    # a mix's own workload, seed length and fault spacing, and its weight in the budget (default 1)
     rates = [20, 100]             # ops/s the seeds take turns at
     time_limit = 60               # simulated seconds per seed
     nemesis_interval = 10         # simulated seconds between faults
@@ -47,6 +49,13 @@ class SimStage:
     spark_master: str | None
     bases: dict[str, RunSpec]
     shrink: bool = True  # per mix: the search's base spec (every name checked)
+    #: mix -> its weight in the budget (1 unless the plan says): a mix's search gets budget * weight / sum
+    shares: dict[str, float] = field(default_factory=dict)
+
+    def share_s(self, mix: str) -> float:
+        """The wall time of `mix`'s search."""
+        weights = {m: self.shares.get(m, 1.0) for m in self.mixes}
+        return self.budget_s * weights[mix] / sum(weights.values())
 
 
 def sim_stage_from(data: Any, store: str) -> SimStage:
@@ -75,22 +84,43 @@ def sim_stage_from(data: Any, store: str) -> SimStage:
 
         check_master(str(master))
     bases = {}
-    for name, (families, workload) in mixes.items():
+    for name, mix in mixes.items():
         values: dict[str, Any] = {"provisioner": "sim", "nodes": ints["nodes"],
                                   "time_limit": data.get("time_limit", 60), "rate": rates[0],
                                   "nemesis_interval": data.get("nemesis_interval", 10),
-                                  "bugs": list(data.get("bugs", [])), "store": store, "name": f"sim-{name}"}
-        if families:
-            values["nemesis"] = families
-        if workload is not None:
-            values["workload"] = workload
+                                  "bugs": list(data.get("bugs", [])), "store": store, "name": f"sim-{name}",
+                                  **mix.settings}
+        if mix.families:
+            values["nemesis"] = mix.families
+        if mix.workload is not None:
+            values["workload"] = mix.workload
         bases[name] = build_test(build_spec(values)).spec
-    return SimStage(budget, {k: list(v[0]) for k, v in mixes.items()}, rates, ints["first_seed"], ints["jobs"],
-                    ints["check_batch"], None if master is None else str(master), bases, bool(data.get("shrink", True)))
+    return SimStage(budget, {k: list(m.families) for k, m in mixes.items()}, rates, ints["first_seed"], ints["jobs"],
+                    ints["check_batch"], None if master is None else str(master), bases, bool(data.get("shrink", True)),
+                    {k: m.share for k, m in mixes.items()})
 
 
 MIX_FORM = ("[sim] mixes must be a table of name = [fault families] ([] = the simulator's full mix), or "
-            "name = { nemesis = [fault families], workload = \"txn\" }")
+            "name = { nemesis = [fault families], workload = \"txn\", time_limit = 30, nemesis_interval = 5, "
+            "share = 2 } (every key optional)")
+#: what a mix's table may set of its seeds' spec, beside its fault families and workload
+MIX_SETTINGS = ("time_limit", "nemesis_interval")
+
+
+@dataclass(frozen=True)
+class Mix:
+    """One mix of the stage as the plan gives it.
+
+    Why a mix may set its own seed length, fault spacing and budget weight: the switches' scenarios
+    differ in what they need. The transactional one (markers held back from a leader that then
+    dies) needs many short seeds with faults close together; with the stage's 60 s seeds, a fault
+    every 10 s and a third of five minutes, the sample night's txn mix ran about six seeds and never
+    reached `truncation-reopens-transaction`, while the full mix needs the long seeds."""
+
+    families: list[str]
+    workload: str | None = None
+    settings: dict[str, float] = field(default_factory=dict)  # time_limit / nemesis_interval of its seeds
+    share: float = 1.0
 
 
 def _table(mixes: Any) -> dict[str, Any]:
@@ -99,20 +129,24 @@ def _table(mixes: Any) -> dict[str, Any]:
     return mixes
 
 
-def _mix(name: str, value: Any) -> tuple[list[str], str | None]:
-    """One mix: its fault families, and its workload when it is not the default one (a transactional
-    mix is what reaches the transaction switches' probes)."""
-    if isinstance(value, dict):
-        unknown = sorted(set(value) - {"nemesis", "workload"})
-        workload = value.get("workload")
-        if unknown or (workload is not None and not isinstance(workload, str)):
-            raise UsageError(f"[sim] mix {name}: {MIX_FORM}")
-        families = value.get("nemesis", [])
-    else:
-        families, workload = value, None
+def _mix(name: str, value: Any) -> Mix:
+    """One mix: its fault families, and what it sets for itself (a transactional mix is what
+    reaches the transaction switches' probes)."""
+    if not isinstance(value, dict):
+        value = {"nemesis": value}
+    unknown = sorted(set(value) - {"nemesis", "workload", "share", *MIX_SETTINGS})
+    workload = value.get("workload")
+    if unknown or (workload is not None and not isinstance(workload, str)):
+        raise UsageError(f"[sim] mix {name}: {MIX_FORM}")
+    families = value.get("nemesis", [])
     if not isinstance(families, list) or not all(isinstance(x, str) for x in families):
         raise UsageError(f"[sim] mix {name}: {MIX_FORM}")
-    return families, workload
+    numbers = {k: value[k] for k in (*MIX_SETTINGS, "share") if k in value}
+    for k, v in numbers.items():
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < float("inf"):
+            raise UsageError(f"[sim] mix {name}: {k} must be a positive number, not {v!r}")
+    share = float(numbers.pop("share", 1.0))
+    return Mix(families, workload, {k: float(v) for k, v in numbers.items()}, share)
 
 
 @dataclass
@@ -136,9 +170,9 @@ def run_sim_stage(stage: SimStage, *, spark_master: str | None, say: Callable[[s
     from harness.fleet.hunt import hunt, save_found
 
     master = stage.spark_master or spark_master
-    share = stage.budget_s / len(stage.mixes)
     cases = []
     for mix, base in stage.bases.items():
+        share = stage.share_s(mix)
         t0 = time.monotonic()
         tag = f"sim/{mix}"
         say(f"{tag}: searching for {share:.0f} s from seed {stage.first_seed}")

@@ -235,6 +235,26 @@ def test_a_sim_stage_is_read_from_the_plan_and_checked_before_anything_runs() ->
             plan_from({**MATRIX, "sim": bad})
 
 
+def test_a_sim_mix_sets_its_own_seed_length_fault_spacing_and_budget_weight() -> None:
+    """The transactional switches need many short seeds with faults close together, the full mix
+    long ones: a mix's table overrides the stage's time_limit and nemesis_interval for its seeds,
+    and `share` weighs its part of the budget."""
+    plan = plan_from({**MATRIX, "sim": {"budget_minutes": 4, "time_limit": 60, "nemesis_interval": 10, "mixes": {
+        "full": [], "txn": {"workload": "txn", "nemesis": ["held-markers"], "time_limit": 30, "nemesis_interval": 5,
+                            "share": 3}}}}, store="/tmp/s")
+    sim = plan.sim
+    assert sim is not None
+    assert (sim.bases["txn"].time_limit, sim.bases["txn"].nemesis_interval) == (30, 5)
+    assert (sim.bases["full"].time_limit, sim.bases["full"].nemesis_interval) == (60, 10)
+    assert (sim.share_s("full"), sim.share_s("txn")) == (60, 180)
+    assert sum(sim.share_s(m) for m in sim.mixes) == sim.budget_s
+    for bad in ({"share": 0}, {"share": "big"}, {"time_limit": -1}, {"nemesis_interval": True}, {"rate": 5}):
+        with pytest.raises(UsageError, match="mix x"):
+            plan_from({**MATRIX, "sim": {"mixes": {"x": {"nemesis": ["kill"], **bad}}}})
+    with pytest.raises(UsageError, match="time.limit"):  # the spec's own bounds apply to a mix's value
+        plan_from({**MATRIX, "sim": {"mixes": {"x": {"nemesis": ["kill"], "time_limit": 0.5}}}})
+
+
 @pytest.mark.spark
 @pytest.mark.slow
 def test_a_night_with_a_sim_stage_lists_its_failure_beside_the_container_runs(tmp_path: Path) -> None:
