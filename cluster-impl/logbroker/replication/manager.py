@@ -123,6 +123,7 @@ class ReplicaManager:
         #: previous incarnation, followed that controller's zombie leader, and the two acknowledged
         #: writes the real leader never had (coverage-bench seed 44: 6 acknowledged records lost)
         self._registered = asyncio.Event()
+        self._connected = False  # the coordination service's client has been started (once is enough)
         #: (controller epoch, seq) of the UpdateMetadata applied last: an older one arriving late is moot
         self._metadata_applied = (-1, 0)
         self.lost_data = ""  # this process's incarnation, when it found its log directory without our meta file
@@ -139,23 +140,39 @@ class ReplicaManager:
     # --- life cycle ----------------------------------------------------------------------------
     async def start_async(self) -> None:
         self._loop = asyncio.get_running_loop()
-        await self._zk(self.zk.start)
-        self.producer_ids.start()
         # set our own view BEFORE registering: the controller answers a registration at once, and its
         # UpdateMetadata/LeaderAndIsr must not be overwritten by these start-up defaults
         self.core.metadata.brokers = {self.bid: BrokerEndpoint(self.bid, self.cfg.advertised_host,
                                                                self.cfg.advertised_port)}
         for p in self.core.partitions.values():
             p.role = Role.NONE  # wait for the controller's word (seed 003 E)
+        # once, before any retry: a second look would find the meta file this one wrote, and the
+        # registration would no longer say that this process started without its data
         self.lost_data = self._claim_log_dir()
-        self.broker_epoch = await self._zk(self.zk.register_broker, self.bid, self.cfg.advertised_host,
-                                           self.cfg.advertised_port, self.lost_data)
+        await until_done(self._join, lambda: self.stopping, f"broker {self.bid}: joining the cluster")
+        if self.stopping:  # stopped before it ever registered
+            return
         self._registered.set()
+        self.producer_ids.start()
         self.zk.session_listeners.append(self._on_session)
         self.tasks.append(asyncio.create_task(self._isr_maintenance()))
         self.tasks.append(asyncio.create_task(self._checkpoint_loop()))
         await self._run_for_controller()
         log.info("broker %d registered with epoch %d", self.bid, self.broker_epoch)
+
+    async def _join(self) -> None:
+        """Connect to the coordination service (unless an earlier attempt did) and register.
+
+        Retried by the caller until it succeeds: a ZooKeeper that did not answer in time, or a
+        connection lost between connecting and registering, ended the start-up with an exception,
+        and the broker's process then listened on its port but never registered — the cluster went
+        on without it for good (a test cluster's setup on a loaded machine: broker 2 did not register
+        within 90 s). Kafka's ZooKeeper client likewise re-sends its requests after a connection loss."""
+        if not self._connected:
+            await self._zk(self.zk.start)
+            self._connected = True
+        self.broker_epoch = await self._zk(self.zk.register_broker, self.bid, self.cfg.advertised_host,
+                                           self.cfg.advertised_port, self.lost_data)
 
     def _claim_log_dir(self) -> str:
         """This process's incarnation (the broker id and its start time) when the log directory has no

@@ -153,3 +153,48 @@ def request_before_registration(tmp_path: Path) -> None:
 
 def test_a_request_before_registration_waits_and_one_for_the_old_registration_is_refused(tmp_path: Path) -> None:
     request_before_registration(tmp_path)
+
+
+class _FlakyStore(MemoryStore):
+    """A store whose connection times out once and whose first registration is lost with the
+    connection, as a loaded ZooKeeper does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures = {"start": 1, "register_broker": 1}
+
+    def _fail_once(self, what: str) -> None:
+        if self.failures[what]:
+            self.failures[what] -= 1
+            raise ConnectionError(f"{what}: connection lost")
+
+    def start(self) -> None:
+        self._fail_once("start")
+        super().start()
+
+    def register_broker(self, bid: int, host: str, port: int, lost_data: str = "") -> int:
+        self._fail_once("register_broker")
+        return super().register_broker(bid, host, port, lost_data)
+
+
+def test_a_broker_whose_store_fails_during_start_up_still_registers(tmp_path: Path) -> None:
+    """A connection that timed out, or was lost before the registration, ended the start-up with an
+    exception: the process listened but never registered, and the cluster went on without it (a test
+    cluster's setup on a loaded machine). The start-up now retries until it has registered, and says
+    that this process started without its data even when the first attempt failed."""
+
+    async def run() -> None:
+        store = _FlakyStore()
+        core = _core(tmp_path)
+        rm = ReplicaManager(core, store, inline)
+        core.replication = rm
+        await asyncio.wait_for(rm.start_async(), 10)
+        assert store.failures == {"start": 0, "register_broker": 0}
+        assert 1 in store.brokers and rm.broker_epoch == store.brokers[1][2]
+        assert store.calls.count("start") == 1, "the connection is started once it has succeeded"
+        assert rm.lost_data, "a retry forgot that the log directory had no meta file"
+        assert rm.controller.active
+        await rm.stop_async()
+        core.close()
+
+    asyncio.run(run())
