@@ -113,9 +113,9 @@ class Mix:
 
     Why a mix may set its own seed length, fault spacing and budget weight: the switches' scenarios
     differ in what they need. The transactional one (markers held back from a leader that then
-    dies) needs many short seeds with faults close together; with the stage's 60 s seeds, a fault
-    every 10 s and a third of five minutes, the sample night's txn mix ran about six seeds and never
-    reached `truncation-reopens-transaction`, while the full mix needs the long seeds."""
+    dies) needs many short seeds with faults close together: with the stage's 60 s seeds and a fault
+    every 10 s, the sample night's txn mix never reached `truncation-reopens-transaction` (run alone
+    for its third of five minutes: six seeds, none reaching it), while the full mix needs the long seeds."""
 
     families: list[str]
     workload: str | None = None
