@@ -164,10 +164,11 @@ class ReplicaManager:
         """Connect to the coordination service (unless an earlier attempt did) and register.
 
         Retried by the caller until it succeeds: a ZooKeeper that did not answer in time, or a
-        connection lost between connecting and registering, ended the start-up with an exception,
-        and the broker's process then listened on its port but never registered — the cluster went
-        on without it for good (a test cluster's setup on a loaded machine: broker 2 did not register
-        within 90 s). Kafka's ZooKeeper client likewise re-sends its requests after a connection loss."""
+        connection lost between connecting and registering, ended the start-up with an exception
+        that ended the process, a moment after it had opened its port — nothing restarts a broker,
+        so the cluster went on without it for good (a test cluster's setup on a loaded machine:
+        broker 2's port answered, and it had not registered 90 s later). Kafka's ZooKeeper client
+        likewise re-sends its requests after a connection loss."""
         if not self._connected:
             await self._zk(self.zk.start)
             self._connected = True

@@ -179,9 +179,9 @@ class _FlakyStore(MemoryStore):
 
 def test_a_broker_whose_store_fails_during_start_up_still_registers(tmp_path: Path) -> None:
     """A connection that timed out, or was lost before the registration, ended the start-up with an
-    exception: the process listened but never registered, and the cluster went on without it (a test
-    cluster's setup on a loaded machine). The start-up now retries until it has registered, and says
-    that this process started without its data even when the first attempt failed."""
+    exception, and with it the process, just after it had opened its port: the cluster went on
+    without it (a test cluster's setup on a loaded machine). The start-up now retries until it has
+    registered, and says that this process started without its data even when the first attempt failed."""
 
     async def run() -> None:
         store = _FlakyStore()
