@@ -38,24 +38,41 @@ KEYS = {"budget_minutes", "mixes", "rates", "time_limit", "nemesis_interval", "f
         "spark_master", "check_batch", "shrink"}
 
 
+#: what a mix's table may set of its seeds' spec, beside its fault families and workload
+MIX_SETTINGS = ("time_limit", "nemesis_interval")
+
+
+@dataclass(frozen=True)
+class Mix:
+    """One mix of the stage as the plan gives it.
+
+    Why a mix may set its own seed length, fault spacing and budget weight: the switches' scenarios
+    differ in what they need. The transactional one (markers held back from a leader that then
+    dies) needs many short seeds with faults close together: with the stage's 60 s seeds and a fault
+    every 10 s, the sample night's txn mix never reached `truncation-reopens-transaction` (run alone
+    for its third of five minutes: six seeds, none reaching it), while the full mix needs the long seeds."""
+
+    families: list[str]
+    workload: str | None = None
+    settings: dict[str, float] = field(default_factory=dict)  # time_limit / nemesis_interval of its seeds
+    share: float = 1.0
+
+
 @dataclass(frozen=True)
 class SimStage:
     budget_s: float
-    mixes: dict[str, list[str]]
+    mixes: dict[str, Mix]
     rates: tuple[float, ...]
     first_seed: int
     jobs: int
     check_batch: int
     spark_master: str | None
-    bases: dict[str, RunSpec]
-    shrink: bool = True  # per mix: the search's base spec (every name checked)
-    #: mix -> its weight in the budget (1 unless the plan says): a mix's search gets budget * weight / sum
-    shares: dict[str, float] = field(default_factory=dict)
+    bases: dict[str, RunSpec]  # per mix: the search's base spec (every name checked)
+    shrink: bool = True
 
     def share_s(self, mix: str) -> float:
-        """The wall time of `mix`'s search."""
-        weights = {m: self.shares.get(m, 1.0) for m in self.mixes}
-        return self.budget_s * weights[mix] / sum(weights.values())
+        """The wall time of `mix`'s search: the budget split by the mixes' weights (`Mix.share`)."""
+        return self.budget_s * self.mixes[mix].share / sum(m.share for m in self.mixes.values())
 
 
 def sim_stage_from(data: Any, store: str) -> SimStage:
@@ -95,34 +112,13 @@ def sim_stage_from(data: Any, store: str) -> SimStage:
         if mix.workload is not None:
             values["workload"] = mix.workload
         bases[name] = build_test(build_spec(values)).spec
-    return SimStage(budget, {k: list(m.families) for k, m in mixes.items()}, rates, ints["first_seed"], ints["jobs"],
-                    ints["check_batch"], None if master is None else str(master), bases, bool(data.get("shrink", True)),
-                    {k: m.share for k, m in mixes.items()})
+    return SimStage(budget, mixes, rates, ints["first_seed"], ints["jobs"], ints["check_batch"],
+                    None if master is None else str(master), bases, bool(data.get("shrink", True)))
 
 
 MIX_FORM = ("[sim] mixes must be a table of name = [fault families] ([] = the simulator's full mix), or "
             "name = { nemesis = [fault families], workload = \"txn\", time_limit = 30, nemesis_interval = 5, "
             "share = 2 } (every key optional)")
-#: what a mix's table may set of its seeds' spec, beside its fault families and workload
-MIX_SETTINGS = ("time_limit", "nemesis_interval")
-
-
-@dataclass(frozen=True)
-class Mix:
-    """One mix of the stage as the plan gives it.
-
-    Why a mix may set its own seed length, fault spacing and budget weight: the switches' scenarios
-    differ in what they need. The transactional one (markers held back from a leader that then
-    dies) needs many short seeds with faults close together: with the stage's 60 s seeds and a fault
-    every 10 s, the sample night's txn mix never reached `truncation-reopens-transaction` (run alone
-    for its third of five minutes: six seeds, none reaching it), while the full mix needs the long seeds."""
-
-    families: list[str]
-    workload: str | None = None
-    settings: dict[str, float] = field(default_factory=dict)  # time_limit / nemesis_interval of its seeds
-    share: float = 1.0
-
-
 def _table(mixes: Any) -> dict[str, Any]:
     if not isinstance(mixes, dict) or not mixes:
         raise UsageError(MIX_FORM)
