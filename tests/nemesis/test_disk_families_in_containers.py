@@ -88,7 +88,7 @@ def test_disk_loss_brings_the_broker_back_empty_and_it_is_handled_once(deployed:
     assert started["wiped"] == "n2" and [f for f, _, _ in ops] == ["start-kill", "stop-kill"]
     r = cluster.remotes["n2"]
     log = r.exec(f"cat {layout.BROKER_LOG}").stdout
-    assert "registering as a broker that lost its data" in log
+    assert "registering as a broker without its data" in log
     assert "broker.id=2" in r.exec(f"cat {layout.BROKER_DATA}/meta.properties").stdout  # claimed anew
     zk = db._client()
     data, stat = zk.get(f"{zkp.BROKER_IDS}/2")

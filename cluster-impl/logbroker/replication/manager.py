@@ -184,10 +184,14 @@ class ReplicaManager:
         meta = self.cfg.log_dirs / META_FILE
         if meta.is_file():
             return ""
+        # an empty directory is every broker's first start (or a new disk): the same registration, said
+        # calmly; records without the meta file are worth a warning (the file itself was lost)
+        held = any(self.cfg.log_dirs.iterdir()) if self.cfg.log_dirs.is_dir() else False
         write_atomically(meta, f"version=0\nbroker.id={self.bid}\n")
         _NO_DATA()
-        log.warning("broker %d: no %s in %s; registering as a broker that lost its data", self.bid, META_FILE,
-                    self.cfg.log_dirs)
+        log.log(logging.WARNING if held else logging.INFO,
+                "broker %d: no %s in %s (%s); registering as a broker without its data", self.bid, META_FILE,
+                self.cfg.log_dirs, "it holds files, yet no meta file" if held else "empty: a first start or a new disk")
         return f"{self.bid}@{self.core.clock.now_ms()}"
 
     async def stop_async(self) -> None:
