@@ -150,10 +150,14 @@ def check_java() -> None:
                                  "(Debian: openjdk-17-jre-headless); install one or set JAVA_HOME")
 
 
-def get_spark(master: str | None = None, expected_bytes: int | None = None, log_to: Path | None = None) -> Any:
+def get_spark(master: str | None = None, expected_bytes: int | None = None, log_to: Path | None = None,
+              executor_java: tuple[str, ...] = ()) -> Any:
     """The process's SparkSession (created on first use); `master` defaults to local[*].
     `expected_bytes`: how much history this process is about to check (sets the JIT, see above).
-    `log_to`: the file the driver JVM writes its output to when this call starts it (see `_launch`)."""
+    `log_to`: the file the driver JVM writes its output to when this call starts it (see `_launch`).
+    `executor_java`: options of a cluster's executor JVMs (`spark.executor.extraJavaOptions`, with the
+    user's own from `CHAOS_SPARK_EXECUTOR_JAVA_OPTIONS` after them), for a caller that knows what its
+    executors will do; they take effect when this call creates the session."""
     global _session, _master
     want = master or os.environ.get("CHAOS_SPARK_MASTER") or "local[*]"
     with _lock:
@@ -207,6 +211,9 @@ def get_spark(master: str | None = None, expected_bytes: int | None = None, log_
         }
         if jvm.options:
             conf["spark.driver.extraJavaOptions"] = jvm.java_options
+        executor = " ".join((*executor_java, *os.environ.get("CHAOS_SPARK_EXECUTOR_JAVA_OPTIONS", "").split()))
+        if executor and not want.startswith("local"):  # local executors are threads of the driver's JVM
+            conf["spark.executor.extraJavaOptions"] = executor
         if SparkContext._gateway is None:
             _launch(conf, log_to)
         builder = SparkSession.builder

@@ -38,6 +38,12 @@ from kernel.spec import RunSpec
 WAVE_PER_CORE = 4
 
 
+#: a search's executor JVMs only hand seeds to Python workers and rows back: the serial collector and
+#: C1 alone leave the cores to the simulators (C2's compiler threads and a parallel collector's threads
+#: competed with them while every executor started, and bought nothing for so little JVM work)
+EXECUTOR_JAVA = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+
 @dataclass
 class FleetOutcome(SearchOutcome):
     duplicates: int = 0  # rows of retried tasks the driver dropped (the seed was counted once)
@@ -58,7 +64,7 @@ def fleet_spark(master: str | None) -> Any:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from results.spark import get_spark
 
-    return get_spark(master)
+    return get_spark(master, executor_java=EXECUTOR_JAVA)
 
 
 def run_tasks(spark: Any, tasks: list[SeedTask], cfg: TaskConfig) -> tuple[list[dict[str, Any]], int]:

@@ -47,7 +47,8 @@ def _wait_for(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: floa
 
 
 @pytest.fixture(scope="module")
-def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The master's URL, and the worker's directory (each executor's launch command and output)."""
     import pyspark
 
     home = Path(pyspark.__file__).parent
@@ -76,7 +77,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         while "Successfully registered with master" not in (tmp / "worker.log").read_text():
             assert worker.poll() is None and time.monotonic() < end, (tmp / "worker.log").read_text()[-3000:]
             time.sleep(0.5)
-        yield url
+        yield url, tmp / "work"
     finally:
         for p in reversed(procs):
             if p.poll() is None:
@@ -86,6 +87,11 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 except subprocess.TimeoutExpired:
                     os.killpg(p.pid, signal.SIGKILL)
                     p.wait(30)
+
+
+@pytest.fixture(scope="module")
+def standalone(cluster: tuple[str, Path]) -> str:
+    return cluster[0]
 
 
 def _check_all(root: Path, master: str) -> tuple[int, str, dict[str, dict[str, object]]]:
@@ -110,3 +116,28 @@ def test_standalone_cluster_gives_the_same_verdicts_as_local(standalone: str, tm
     assert sum(1 for d in local.values() if d["valid"] is False) >= 10
     for err in (err_local, err_cluster):
         assert f"{len(local)} checked:" in err and "INVALID" in err and "VALID" in err
+
+
+def test_a_search_on_the_cluster_runs_its_executors_light_and_gives_the_verdicts_of_jobs(
+        cluster: tuple[str, Path], tmp_path: Path) -> None:
+    """`chaos sim-search --spark-master spark://…`: the executors' JVMs run with the search's options
+    (serial collector, C1 only: `harness.fleet.search.EXECUTOR_JAVA`, read from the worker's record
+    of the command it launched), and every seed's verdict is the one `--jobs 2` gives."""
+    from harness.fleet.search import EXECUTOR_JAVA
+
+    assert EXECUTOR_JAVA  # the options this test looks for
+    search = ["sim-search", "--bug", "truncate-to-hw", "--nemesis", "kill", "--nemesis-interval", "2",
+              "--time-limit", "5", "--rate", "100", "--first-seed", "1", "--max-seeds", "4", "--check-batch", "0",
+              "--keep-going", "--budget", "5m", "--no-check", "--no-shrink"]
+    url, work = cluster
+    verdicts = {}
+    for how, args in (("jobs", ["--jobs", "2"]), ("cluster", ["--spark-master", url])):
+        res = run_chaos(*search, *args, "--store", str(tmp_path / how), "--verdicts", str(tmp_path / f"{how}.jsonl"),
+                        timeout=600)
+        assert res.returncode in (0, 1), res.stderr[-3000:]
+        verdicts[how] = [json.loads(x) for x in (tmp_path / f"{how}.jsonl").read_text().splitlines()]
+    assert [v["seed"] for v in verdicts["cluster"]] == [1, 2, 3, 4]
+    assert verdicts["cluster"] == verdicts["jobs"]
+    launched = [p.read_text(errors="replace") for p in work.glob("app-*/*/stderr")]
+    commands = [t.split("\n", 1)[0] for t in launched if t.startswith("Spark Executor Command")]
+    assert commands and any(all(o in c for o in EXECUTOR_JAVA) for c in commands), commands[-1:]
