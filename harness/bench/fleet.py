@@ -200,6 +200,7 @@ def main() -> int:
     ap.add_argument("--detect-budget", type=float, default=90.0)
     ap.add_argument("--skip", default="", help="comma-separated parts to skip: compare,kill,detect,driver")
     ap.add_argument("--bugs", default="", help="comma-separated bug switches of the detect part (default: all)")
+    ap.add_argument("--fleet-first", action="store_true", help="in the compare part, the Spark search before --jobs 2")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     scratch = Path(tempfile.mkdtemp(prefix="bench-fleet-"))
@@ -218,17 +219,31 @@ def main() -> int:
     try:
         if "compare" not in skip:
             rng = ["--max-seeds", str(args.seeds)]
-            jobs = sim_search([*common, *rng, "--jobs", "2"], scratch / "s-jobs", scratch / "jobs.jsonl")
-            print(f"--jobs 2: {jobs['wall_s']} s {jobs['said']}", file=sys.stderr)
-            fleet = sim_search([*common, *rng, "--spark-master", cluster.url], scratch / "s-fleet",
-                               scratch / "fleet.jsonl")
-            print(f"--spark-master: {fleet['wall_s']} s {fleet['said']}", file=sys.stderr)
+
+            def by_jobs() -> dict[str, Any]:
+                got = sim_search([*common, *rng, "--jobs", "2"], scratch / "s-jobs", scratch / "jobs.jsonl")
+                print(f"--jobs 2: {got['wall_s']} s {got['said']}", file=sys.stderr)
+                return got
+
+            def by_fleet() -> dict[str, Any]:
+                got = sim_search([*common, *rng, "--spark-master", cluster.url], scratch / "s-fleet",
+                                 scratch / "fleet.jsonl")
+                print(f"--spark-master: {got['wall_s']} s {got['said']}", file=sys.stderr)
+                return got
+
+            # the machine drifts over minutes: a pair measured both ways shows whether the order mattered
+            if args.fleet_first:
+                fleet = by_fleet()
+                jobs = by_jobs()
+            else:
+                jobs = by_jobs()
+                fleet = by_fleet()
             cmp = compare(jobs["rows"], fleet["rows"])
             jph = args.seeds / jobs["wall_s"] * 3600
             fph = args.seeds / fleet["wall_s"] * 3600
             res["compare"] = {"jobs2": {k: v for k, v in jobs.items() if k != "rows"},
                               "spark_standalone_2x1": {k: v for k, v in fleet.items() if k != "rows"},
-                              "verdicts": cmp, "jobs2_seeds_per_hour": round(jph),
+                              "verdicts": cmp, "fleet_first": args.fleet_first, "jobs2_seeds_per_hour": round(jph),
                               "spark_seeds_per_hour": round(fph), "ratio": round(fph / jph, 3)}
             (scratch / "jobs.jsonl").replace(scratch / "reference.jsonl")
             res["compare"]["reference"] = str(scratch / "reference.jsonl")
