@@ -2,6 +2,8 @@
 started from the installed pyspark (`bin/spark-class …deploy.master.Master` / `…deploy.worker.Worker`),
 bound to loopback, stopped afterwards whatever happens. The whole corpus, checked in one call there,
 gets the same verdicts, anomaly types and counts as in one call on `local[2]`.
+A `chaos sim-search` on the same cluster gives `--jobs 2`'s per-seed verdicts, its executors launched
+with the search's JVM options.
 
 Both checks run as `chaos check PATH...` subprocesses (one SparkSession per process, as a user runs
 it), which also exercises the many-runs CLI: one results.json per run, a summary, the worst exit code.
