@@ -211,8 +211,10 @@ def get_spark(master: str | None = None, expected_bytes: int | None = None, log_
         }
         if jvm.options:
             conf["spark.driver.extraJavaOptions"] = jvm.java_options
+        # Spark applies them wherever executors are JVMs of their own (a cluster, local-cluster[...]) and
+        # ignores them in local[*], whose executors are threads of the driver's JVM
         executor = " ".join((*executor_java, *os.environ.get("CHAOS_SPARK_EXECUTOR_JAVA_OPTIONS", "").split()))
-        if executor and not want.startswith("local"):  # local executors are threads of the driver's JVM
+        if executor:
             conf["spark.executor.extraJavaOptions"] = executor
         if SparkContext._gateway is None:
             _launch(conf, log_to)
