@@ -32,6 +32,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen before pyplot loads
 import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
@@ -202,17 +203,34 @@ def _decorate(ax: Axes, perf: RunPerf) -> list[Any]:
     return list(handles.values())
 
 
+#: the axes' box in figure fractions (left, bottom, top) and the gap (inches) beside the legend. Fixed,
+#: not matplotlib's constrained layout: that measured every tick label and text of the figure on each
+#: save, about a third of drawing the four plots. The labels on the left and below are of known, short
+#: text, so only the legend, whose labels are the run's fault names, is measured (`_legend`).
+AXES_BOX = (0.065, 0.12, 0.92)
+LEGEND_PAD_IN = 0.15
+
+
 def _figure(title: str) -> tuple[Figure, Axes]:
-    fig = Figure(figsize=SIZE_IN, dpi=DPI, layout="constrained")
+    fig = Figure(figsize=SIZE_IN, dpi=DPI)
+    FigureCanvasAgg(fig)  # the renderer `_legend` measures with, the one savefig draws with
+    left, bottom, top = AXES_BOX
+    fig.subplots_adjust(left=left, bottom=bottom, top=top, right=1.0 - LEGEND_PAD_IN / SIZE_IN[0])
     ax = fig.add_subplot()
     ax.set_title(title, fontsize=11, loc="left")
     return fig, ax
 
 
 def _legend(fig: Figure, groups: list[list[Any]]) -> None:
+    """The legend outside the axes, on the right: its width is measured (its own texts only) and the
+    axes end where it begins, so a long fault name is never cut off."""
     handles = [h for g in groups for h in g]
-    if handles:
-        fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    if not handles:
+        return
+    top = AXES_BOX[2]
+    legend = fig.legend(handles=handles, loc="upper right", bbox_to_anchor=(1.0, top), fontsize=8, frameon=False)
+    width_in = legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
+    fig.subplots_adjust(right=max(0.5, 1.0 - (width_in + LEGEND_PAD_IN) / fig.get_figwidth()))
 
 
 def invoked_s(lat: pd.DataFrame) -> pd.Series:

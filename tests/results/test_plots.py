@@ -140,3 +140,23 @@ def test_a_run_without_faults_or_drain_still_plots(tmp_path: Path, valid_run: Pa
     paths = write_plots(valid_run)
     assert all(p.stat().st_size > 10_000 for p in paths)
     assert failover_table(load_perf(valid_run)) == []
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_a_long_fault_name_fits_beside_the_axes(valid_run: Path, name: str) -> None:
+    """The layout is fixed, not matplotlib's constrained one, with only the legend measured: a fault
+    label longer than any of today's (55 characters) lies wholly inside the figure, and the axes end
+    before it begins."""
+    faults = json.loads((valid_run / "perf" / "faults.json").read_text())
+    faults[0]["label"] = "partition-majorities-ring"  # today's longest family, a longer kind than any
+    faults[0]["kind"] = "an even longer kind, so wider"
+    (valid_run / "perf" / "faults.json").write_text(json.dumps(faults))
+    fig = FIGURES[name](load_perf(valid_run))
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    legend = fig.legends[0].get_window_extent(renderer)
+    axes = fig.axes[0].get_window_extent(renderer)
+    width, height = fig.get_figwidth() * fig.dpi, fig.get_figheight() * fig.dpi
+    assert legend.x0 >= 0 and legend.y0 >= 0 and legend.x1 <= width and legend.y1 <= height
+    assert axes.x1 < legend.x0
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any("an even longer kind" in t for t in labels)
