@@ -213,7 +213,7 @@ LEGEND_PAD_IN = 0.15
 
 def _figure(title: str) -> tuple[Figure, Axes]:
     fig = Figure(figsize=SIZE_IN, dpi=DPI)
-    FigureCanvasAgg(fig)  # the renderer `_legend` measures with, the one savefig draws with
+    FigureCanvasAgg(fig)  # the canvas whose renderer `_legend` measures with, the one savefig draws with
     left, bottom, top = AXES_BOX
     fig.subplots_adjust(left=left, bottom=bottom, top=top, right=1.0 - LEGEND_PAD_IN / SIZE_IN[0])
     ax = fig.add_subplot()
@@ -229,7 +229,9 @@ def _legend(fig: Figure, groups: list[list[Any]]) -> None:
         return
     top = AXES_BOX[2]
     legend = fig.legend(handles=handles, loc="upper right", bbox_to_anchor=(1.0, top), fontsize=8, frameon=False)
-    width_in = legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
+    canvas = fig.canvas
+    assert isinstance(canvas, FigureCanvasAgg)  # `_figure` attached it
+    width_in = legend.get_window_extent(canvas.get_renderer()).width / fig.dpi
     fig.subplots_adjust(right=max(0.5, 1.0 - (width_in + LEGEND_PAD_IN) / fig.get_figwidth()))
 
 
