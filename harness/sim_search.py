@@ -211,8 +211,8 @@ def search(base: RunSpec, *, first_seed: int, budget_s: float, jobs: int, say: C
     """Simulate seeds until one fails (or the budget or `max_seeds` ends); shrink it. Each seed runs
     at `base.rate`, or with `rates` at its own (`seed_spec`). `keep_going`: every seed of the range
     runs even after one failed (the first is still the one shrunk); `on_seed` sees each screened seed.
-    With `guide`, half of each round are mutants of the seeds that hit probes no earlier one hit
-    (`coverage_guide.py`)."""
+    With `guide`, part of each round (the share the mutants earn) are mutants of the seeds that hit
+    probes no earlier one hit (`coverage_guide.py`)."""
     t0 = time.monotonic()
     deadline = t0 + budget_s
     out = SearchOutcome()
