@@ -205,7 +205,7 @@ def _decorate(ax: Axes, perf: RunPerf) -> list[Any]:
 
 #: the axes' box in figure fractions (left, bottom, top) and the gap (inches) beside the legend. Fixed,
 #: not matplotlib's constrained layout: that measured every tick label and text of the figure on each
-#: save, about a third of drawing the four plots. The labels on the left and below are of known, short
+#: save, about a quarter of drawing the four plots. The labels on the left and below are of known, short
 #: text, so only the legend, whose labels are the run's fault names, is measured (`_legend`).
 AXES_BOX = (0.065, 0.12, 0.92)
 LEGEND_PAD_IN = 0.15
@@ -223,7 +223,8 @@ def _figure(title: str) -> tuple[Figure, Axes]:
 
 def _legend(fig: Figure, groups: list[list[Any]]) -> None:
     """The legend outside the axes, on the right: its width is measured (its own texts only) and the
-    axes end where it begins, so a long fault name is never cut off."""
+    axes end where it begins, so a fault name is not cut off. The axes keep at least half the width: a
+    legend wider than that (a name of some 90 characters) overlaps the plot rather than squeezing it away."""
     handles = [h for g in groups for h in g]
     if not handles:
         return
