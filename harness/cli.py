@@ -21,6 +21,8 @@ from kernel.errors import EXIT_INTERNAL, SIGNAL_EXIT, ChaosError
 COMMANDS: dict[str, tuple[str, str]] = {
     "cluster": ("harness.cluster_cli:cluster", "Bring a cluster of nodes up, inspect it, run commands, tear it down."),
     "check": ("results.cli:check", "Check a history (or a run directory) for anomalies."),
+    "check-server": ("results.server_cli:check_server",
+                     "Show or stop the warm Spark server that `chaos check` shares (stops itself when idle)."),
     "detect": ("harness.detect_cli:detect", "Detection matrix: is every bug switch caught, the clean cluster quiet?"),
     "heal": ("harness.heal_cli:heal", "Heal every fault on a running cluster by hand."),
     "run": ("harness.run_cli:run", "Provision, run a workload under faults, record, check, report."),

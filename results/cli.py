@@ -21,8 +21,11 @@ import click
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Write results.json and perf/ here (one PATH only; default: beside the run's own "
                    "history.jsonl only).")
+@click.option("--server/--no-server", default=True, show_default=True,
+              help="Check on the shared warm Spark server (started on first use, stopped after "
+                   "$CHAOS_CHECK_SERVER_IDLE s idle, default 600); --no-server starts Spark in this process.")
 def check(paths: tuple[Path, ...], spark_master: str | None, elle_cli: str | None, no_perf: bool,
-          out: Path | None) -> int:
+          out: Path | None, server: bool) -> int:
     """Check histories for lost writes, divergent logs and Jepsen's other Kafka anomalies.
 
     Exit codes: 0 valid, 1 anomalies found, 2 unknown (incomplete history), 3+ error; with several
@@ -30,10 +33,11 @@ def check(paths: tuple[Path, ...], spark_master: str | None, elle_cli: str | Non
     """
     from results.check import check_run, check_runs, print_summary, print_verdict
     from results.elle import absent_note, elle_command
-    from results.spark import check_master
+    from results.spark import check_master, use_server
 
     elle_command(elle_cli)  # a mistaken flag is the only thing said, before the note below
     check_master(spark_master)
+    use_server(server and spark_master is None)
     if (note := absent_note(elle_cli)) is not None:
         click.echo(note, err=True)
     if len(paths) == 1:

@@ -32,6 +32,7 @@ record's op's invoke index).
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,10 +95,13 @@ class Frames:
         """Drop the views and the checkpoint's blocks. `DataFrame.unpersist` leaves a local
         checkpoint's blocks in place until the JVM's garbage collector notices, so a process that
         checks batch after batch (sim-search, a nightly) would carry every earlier batch's table."""
+        from results.spark import is_remote
+
         spark = self.facts.sparkSession
         self.facts.unpersist()
-        for rdd in list(spark.sparkContext._jsc.getPersistentRDDs().values()):
-            rdd.unpersist(False)
+        if not is_remote(spark):  # a Connect session's checkpoint goes with the session (`results.server`)
+            for rdd in list(spark.sparkContext._jsc.getPersistentRDDs().values()):
+                rdd.unpersist(False)
         for v in self.views:
             spark.catalog.dropTempView(v)
 
@@ -106,7 +110,11 @@ _views = itertools.count()
 
 
 def partitions_for(spark: Any, nbytes: int) -> int:
-    most = max(1, int(spark.sparkContext.defaultParallelism) * 2)
+    from results.spark import is_remote
+
+    # the shared check server (`results.server`) is a local[*] driver on this machine
+    cores = (os.cpu_count() or 1) if is_remote(spark) else int(spark.sparkContext.defaultParallelism)
+    most = max(1, cores * 2)
     return max(1, min(most, nbytes // BYTES_PER_PARTITION + 1))
 
 

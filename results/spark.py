@@ -13,6 +13,8 @@ with C1 only, 62 s with C2). Unknown (a nightly, the tests): small, as most runs
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import re
 import shutil
@@ -95,11 +97,19 @@ def driver_memory() -> str:
     return os.environ.get("CHAOS_SPARK_DRIVER_MEMORY", "1400m")
 
 
+def is_remote(spark: Any) -> bool:
+    """Whether `spark` is a Spark Connect session (`results.server`): no JVM of ours behind it."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 def jvm_alive(spark: Any) -> bool:
     """Whether the session's JVM still answers. An OutOfMemoryError in a task kills the whole driver
     JVM in local mode, and every later call fails with a refused connection that names nothing."""
     try:
-        spark.sparkContext._jvm.java.lang.System.nanoTime()
+        if is_remote(spark):
+            spark.conf.get("spark.app.name")  # a round trip to the shared server's driver
+        else:
+            spark.sparkContext._jvm.java.lang.System.nanoTime()
     except Exception:
         return False
     return True
@@ -115,6 +125,12 @@ def spark_problem(spark: Any, cause: BaseException) -> str | None:
         why = "the Spark driver ran out of memory during the check"
     elif not jvm_alive(spark):
         first = text.splitlines()[0][:160] if text else ""
+        if is_remote(spark):
+            from results.server import home
+
+            return (f"the shared check server stopped answering during the check ({type(cause).__name__}: "
+                    f"{first}); its log is {home() / 'server.log'}; check again (a new one starts), or "
+                    "with CHAOS_CHECK_SERVER=0 in this process; nothing was judged")
         why = f"the Spark driver JVM died during the check ({type(cause).__name__}: {first})"
     else:
         return None
@@ -150,17 +166,37 @@ def check_java() -> None:
                                  "(Debian: openjdk-17-jre-headless); install one or set JAVA_HOME")
 
 
+#: set by `chaos check` (`use_server`): its session comes from the shared check server when it can
+_shared = False
+
+
+def use_server(on: bool) -> None:
+    """Whether this process's session is a client of the shared check server (`results.server`) when
+    it checks on the default local master; else (and when no server can be had) it starts its own."""
+    global _shared
+    _shared = on
+
+
 def get_spark(master: str | None = None, expected_bytes: int | None = None, log_to: Path | None = None,
-              executor_java: tuple[str, ...] = ()) -> Any:
+              executor_java: tuple[str, ...] = (), extra_conf: dict[str, str] | None = None) -> Any:
     """The process's SparkSession (created on first use); `master` defaults to local[*].
     `expected_bytes`: how much history this process is about to check (sets the JIT, see above).
     `log_to`: the file the driver JVM writes its output to when this call starts it (see `_launch`).
     `executor_java`: options of a cluster's executor JVMs (`spark.executor.extraJavaOptions`, with the
     user's own from `CHAOS_SPARK_EXECUTOR_JAVA_OPTIONS` after them), for a caller that knows what its
-    executors will do; they take effect when this call creates the session."""
+    executors will do; they take effect when this call creates the session. `extra_conf`: more settings
+    for a session this call creates (the check server's Connect service)."""
     global _session, _master
     want = master or os.environ.get("CHAOS_SPARK_MASTER") or "local[*]"
     with _lock:
+        if _shared and want == "local[*]" and _session is None:
+            from results import server
+
+            remote = server.session()
+            if remote is not None:
+                _session, _master = remote, want
+                atexit.register(_release, remote)
+                return remote
         if _session is not None and not jvm_alive(_session):
             # pyspark cannot start a second driver JVM in this process: say so, do not fail later
             # with a refused connection that names nothing
@@ -209,6 +245,7 @@ def get_spark(master: str | None = None, expected_bytes: int | None = None, log_
             # perf/latency.parquet is one row per op: move it to pandas as Arrow batches, not pickled rows
             "spark.sql.execution.arrow.pyspark.enabled": "true",
         }
+        conf.update(extra_conf or {})
         if jvm.options:
             conf["spark.driver.extraJavaOptions"] = jvm.java_options
         # Spark applies them wherever executors are JVMs of their own (a cluster, local-cluster[...]) and
@@ -226,3 +263,13 @@ def get_spark(master: str | None = None, expected_bytes: int | None = None, log_
         _session.sparkContext.setLogLevel("ERROR")
         _master = want
         return _session
+
+
+def _release(remote: Any) -> None:
+    """At exit: give the shared server this client's session back (its tables, views and settings)
+    and restart its idle clock."""
+    from results import server
+
+    with contextlib.suppress(Exception):  # the server may already be gone; nothing of ours is lost
+        remote.stop()
+    server.touch()

@@ -15,6 +15,9 @@ from harness.ssh import SSHRemote
 from kernel.node import Node
 
 ROOT = Path(__file__).resolve().parents[1]
+# every `chaos check` a test starts checks in its own process: a shared check server (results/server.py)
+# would outlive the test; tests/results/test_check_server.py turns it on where it is the subject
+os.environ["CHAOS_CHECK_SERVER"] = "0"
 CHAOS = str(Path(sys.executable).parent / "chaos")
 
 
