@@ -482,13 +482,23 @@ def real_run_rows(src: Path, copies: int, master: str) -> dict[str, object]:
                               "check_phase_of_the_run_s": (meta.get("phases") or {}).get("check")}
     with tempfile.TemporaryDirectory() as d:
         run = _copy_run(src, Path(d) / "run")
-        fresh = [CHAOS, "check", "--no-perf", "--elle-cli", "", "--spark-master", master, str(run)]
+        local = master == "local[*]"
+        fresh = [CHAOS, "check", "--no-perf", "--elle-cli", "", "--no-server",
+                 *(() if local else ("--spark-master", master)), str(run)]
         out["fresh_process"] = timed_process(fresh)
         jep = _jepsen(run / "history.jsonl")
         if jep is not None:
             out["jepsen"] = jep
             out["ratio_fresh_to_jepsen"] = round(float(out["fresh_process"]["wall_s"])  # type: ignore[index]
                                                  / float(jep["wall_s"]), 2)  # type: ignore[arg-type]
+        served = [c for c in fresh if c != "--no-server"]
+        if local:  # a fresh process on the shared check server (results/server.py), once it is warm
+            on = {**os.environ, "CHAOS_CHECK_SERVER": "1"}
+            out["server_first_process"] = timed_process(served, env=on)  # starts the server if none runs
+            out["server_warm_process"] = timed_process(served, env=on)
+            if jep is not None:
+                out["ratio_server_warm_to_jepsen"] = round(
+                    float(out["server_warm_process"]["wall_s"]) / float(jep["wall_s"]), 2)  # type: ignore[index,arg-type]
         times = []
         for _ in range(3):
             t = time.perf_counter()
@@ -505,6 +515,8 @@ def real_run_rows(src: Path, copies: int, master: str) -> dict[str, object]:
         out["copies_one_call_warm_s"] = round(time.perf_counter() - t, 2)
         out["copies_all_valid"] = all(getattr(x, "valid", None) is True for x in results)
         out["copies_one_process"] = timed_process([*fresh[:-1], *map(str, dirs)])
+        if local:
+            out["copies_one_process_server_warm"] = timed_process([*served[:-1], *map(str, dirs)], env=on)
     out["load_avg_1m"] = round(os.getloadavg()[0], 2)
     return out
 

@@ -36,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -150,6 +151,8 @@ def session() -> Any | None:
         from pyspark.sql import SparkSession
         from pyspark.sql.connect.client.retries import DefaultPolicy
 
+        # its "retries exceeded" is a Python warning on the terminal; the sentence of spark_problem says it
+        warnings.filterwarnings("ignore", category=UserWarning, module="pyspark.sql.connect.client.retries")
         spark = SparkSession.builder.remote(state.url()).getOrCreate()
         # a server that is gone is said within seconds (Spark's default retries for ten minutes)
         spark.client.set_retry_policies([DefaultPolicy(max_retries=4, max_backoff=2000)])

@@ -128,9 +128,10 @@ def spark_problem(spark: Any, cause: BaseException) -> str | None:
         if is_remote(spark):
             from results.server import home
 
-            return (f"the shared check server stopped answering during the check ({type(cause).__name__}: "
-                    f"{first}); its log is {home() / 'server.log'}; check again (a new one starts), or "
-                    "with CHAOS_CHECK_SERVER=0 in this process; nothing was judged")
+            code = re.search(r"StatusCode\.(\w+)", text)
+            return (f"the shared check server stopped answering during the check (gRPC "
+                    f"{code.group(1) if code else type(cause).__name__}); its log is {home() / 'server.log'}; "
+                    "check again (a new one starts), or with --no-server; nothing was judged")
         why = f"the Spark driver JVM died during the check ({type(cause).__name__}: {first})"
     else:
         return None

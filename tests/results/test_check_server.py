@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from results import server
+from tests.checks.test_quiet_console import CHATTER
 from tests.conftest import run_chaos
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -43,6 +44,8 @@ def _check(run: str, cache: Path, out: Path, *flags: str) -> dict:  # type: igno
                     timeout=600)
     expected = json.loads((FIXTURES / run / "results.json").read_text())
     assert got.returncode == (0 if expected["valid"] is True else 1), got.stderr
+    for noise in (*CHATTER, "Warning", "Traceback", "ssl_transport"):  # the JVM's, gRPC's and pyspark's own
+        assert noise not in got.stderr and noise not in got.stdout, got.stderr
     found = json.loads((out / "results.json").read_text())
     assert found["valid"] == expected["valid"]
     assert found["bad_error_types"] == expected["bad_error_types"]
