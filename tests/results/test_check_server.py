@@ -40,8 +40,8 @@ def _env(cache: Path, **more: str) -> dict[str, str]:
 
 
 def _check(run: str, cache: Path, out: Path, *flags: str) -> dict:  # type: ignore[type-arg]
-    got = run_chaos("check", *flags, str(FIXTURES / run), "--out", str(out), "--no-perf", env=_env(cache),
-                    timeout=600)
+    got = run_chaos("check", *flags, str(FIXTURES / run), "--out", str(out), "--no-perf", "--elle-cli", "",
+                    env=_env(cache), timeout=600)
     expected = json.loads((FIXTURES / run / "results.json").read_text())
     assert got.returncode == (0 if expected["valid"] is True else 1), got.stderr
     for noise in (*CHATTER, "Warning", "Traceback", "ssl_transport"):  # the JVM's, gRPC's and pyspark's own
