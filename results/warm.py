@@ -111,6 +111,10 @@ class WarmUp:
                     self.valid = getattr(got, "valid", None)
             finally:
                 frames.classes_cached(self.valid is True)
+            # what the check phase imports after the jobs: the perf facts (pandas) and the plots and
+            # report (matplotlib, the templates' engine), 0.6 s of it when imported then
+            import results.perf  # noqa: F401
+            import results.present  # noqa: F401
         except Exception as e:  # the check will meet the same problem and say it properly
             self.error = f"{type(e).__name__}: {e}"
             log.info("warming the check up failed: %s", self.error)
