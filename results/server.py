@@ -99,13 +99,13 @@ def read_state(where: Path | None = None) -> ServerState | None:
 
 
 def alive(pid: int) -> bool:
+    """Whether `pid` is a check server of ours: a live process running this module. A pid in a stale
+    `server.json` may belong to some other process by now, which must be neither used nor killed."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
         return False
-    except PermissionError:
-        return True
-    return True
+    return b"results.server" in cmdline and b"serve" in cmdline
 
 
 def touch(where: Path | None = None) -> None:
@@ -223,7 +223,7 @@ def stop(where: Path | None = None, timeout: float = 30.0) -> ServerState | None
         deadline = time.monotonic() + timeout
         while alive(state.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        if alive(state.pid):
+        if alive(state.pid):  # its JVM too: the server leads its own process group
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(state.pid, signal.SIGKILL)
     (where / "server.json").unlink(missing_ok=True)

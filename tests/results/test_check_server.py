@@ -78,15 +78,21 @@ def test_checks_share_one_server_which_stops_when_idle(cache: Path, tmp_path: Pa
 
 
 def test_a_dead_servers_files_are_replaced_and_stop_ends_it(cache: Path, tmp_path: Path) -> None:
+    """A stale server.json whose pid is now another process: that process is neither used nor killed."""
     where = cache / "check-server"
     where.mkdir(parents=True, mode=0o700)
-    gone = subprocess.Popen([sys.executable, "-c", "pass"])
-    gone.wait()
-    (where / "server.json").write_text(json.dumps({"pid": gone.pid, "port": 1, "token": "x",
-                                                   "versions": server.versions(), "started": 0}))
-    _check("valid-kill-controller", cache, tmp_path / "a")
-    state = server.read_state(where)
-    assert state is not None and state.pid != gone.pid and server.alive(state.pid)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        (where / "server.json").write_text(json.dumps({"pid": other.pid, "port": 1, "token": "x",
+                                                       "versions": server.versions(), "started": 0}))
+        assert not server.alive(other.pid)
+        _check("valid-kill-controller", cache, tmp_path / "a")
+        state = server.read_state(where)
+        assert state is not None and state.pid != other.pid and server.alive(state.pid)
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
 
     got = run_chaos("check-server", "stop", env=_env(cache))
     assert got.returncode == 0 and f"stopped check server {state.pid}" in got.stdout
