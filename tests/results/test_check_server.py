@@ -39,6 +39,11 @@ def _env(cache: Path, **more: str) -> dict[str, str]:
             "CHAOS_CDS": "0", **more}
 
 
+def _servable(cache: Path) -> bool:
+    """Whether a server can keep its files there (the last test makes that impossible)."""
+    return not (cache / "check-server").is_file()
+
+
 def _check(run: str, cache: Path, out: Path, *flags: str) -> dict:  # type: ignore[type-arg]
     got = run_chaos("check", *flags, str(FIXTURES / run), "--out", str(out), "--no-perf", "--elle-cli", "",
                     env=_env(cache), timeout=600)
@@ -46,6 +51,9 @@ def _check(run: str, cache: Path, out: Path, *flags: str) -> dict:  # type: igno
     assert got.returncode == (0 if expected["valid"] is True else 1), got.stderr
     for noise in (*CHATTER, "Warning", "Traceback", "ssl_transport"):  # the JVM's, gRPC's and pyspark's own
         assert noise not in got.stderr and noise not in got.stdout, got.stderr
+    # a check that starts its own driver JVM writes that JVM's spark.log beside its results; a served one
+    # has no JVM of its own (so a silent fallback to checking in-process cannot pass for a served check)
+    assert (out / "spark.log").is_file() == (not _servable(cache))
     found = json.loads((out / "results.json").read_text())
     assert found["valid"] == expected["valid"]
     assert found["bad_error_types"] == expected["bad_error_types"]
