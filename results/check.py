@@ -14,7 +14,6 @@ command starts (`results.elle.absent_note`).
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import os
@@ -40,9 +39,10 @@ from kernel.history import HistoryScan, read_ops
 from kernel.history.columns import ColumnFiles, ColumnWriter
 from results.coverage import bugs_of, read_coverage, verdict_note
 from results.hanging import hanging_anomalies
+from results.jobs import EXAMPLES, judge_table
+from results.replica_columns import write_replica_facts
 
 log = logging.getLogger(__name__)
-EXAMPLES = 8
 ALWAYS_BAD = [
     "lost-write",
     "unseen",
@@ -211,146 +211,6 @@ def bad_types(test_json: dict[str, Any] | None, *, drained: bool = True) -> list
     return bad
 
 
-_views = itertools.count()
-
-
-def _collect(spark: Any, queries: list[str]) -> dict[int, dict[str, dict[str, Any]]]:
-    """One Spark action for the given anomaly queries over every run: count and sample per (run,
-    type); `unseen/per-key` rows are kept whole (one per key)."""
-    from results.anomalies import PER_KEY
-
-    if not queries:
-        return {}
-    union = "\nUNION ALL\n".join(queries)
-    # examples: the first few of each (run, type) in text order — bounded before they are gathered
-    # (an anomaly type may have hundreds of thousands of rows) and the same on every check
-    rows = spark.sql(f"""
-        SELECT run, type, count(*) AS n,
-          array_sort(collect_list(CASE WHEN nth <= {EXAMPLES} OR type = '{PER_KEY}' THEN ex END)) AS ex
-        FROM (SELECT run, type, ex, row_number() OVER (PARTITION BY run, type ORDER BY ex) AS nth FROM ({union}))
-        GROUP BY run, type""").collect()
-    out: dict[int, dict[str, dict[str, Any]]] = {}
-    for r in rows:
-        out.setdefault(int(r["run"]), {})[r["type"]] = {
-            "count": int(r["n"]), "examples": [json.loads(x) for x in r["ex"]]}
-    return out
-
-
-def _run_checkers(fr: Any, warnings: list[str]) -> tuple[dict[int, dict[str, dict[str, Any]]], list[str]]:
-    """All checkers of all runs in one statement and one job; if that fails, group by group, so a
-    crashing checker is named and reported "unknown" while the others still count (STYLE.md 7: a
-    crash is never a pass)."""
-    from results.anomalies import CHECKERS, GROUPS, PER_KEY, group_sql
-    from results.spark import jvm_alive, spark_problem
-
-    spark = fr.facts.sparkSession
-    view = f"chaos_facts_{next(_views)}"
-    fr.facts.createOrReplaceTempView(view)
-    crashed: list[str] = []
-    try:
-        try:
-            found = _collect(spark, [group_sql(g, view) for g in GROUPS])
-        except Exception as e:
-            if (problem := spark_problem(spark, e)) is not None:  # nothing more can run: say so,
-                raise EnvironmentProblem(problem) from None  # do not blame every checker
-            log.warning("the combined check job failed; running checkers group by group to find the culprit")
-            found = {}
-            for g in GROUPS:
-                try:
-                    for run, types in _collect(spark, [group_sql(g, view)]).items():
-                        found.setdefault(run, {}).update(types)
-                except Exception as e:
-                    if (problem := spark_problem(spark, e)) is not None:
-                        raise EnvironmentProblem(problem) from None
-                    names = [t for t in g.types if t != PER_KEY]
-                    crashed.extend(names)
-                    warnings.append(f"checker {', '.join(names)} crashed: {type(e).__name__}: "
-                                    f"{str(e).splitlines()[0][:200]}")
-    finally:
-        if jvm_alive(spark):  # a dead JVM's refused connection would hide why it died
-            spark.catalog.dropTempView(view)
-    out: dict[int, dict[str, dict[str, Any]]] = {}
-    for run, types in found.items():
-        per_key = types.pop(PER_KEY, None)
-        if per_key is not None and "unseen" in types:
-            types["unseen"]["per_key"] = {str(e["key"]): int(e["count"]) for e in per_key["examples"]}
-        out[run] = {k: types[k] for k in sorted(types, key=CHECKERS.index)}
-    return out, sorted(set(crashed))
-
-
-def _add_cycles(fr: Any, runs: list[_Run], found: dict[int, dict[str, dict[str, Any]]], crashed: list[str],
-                warnings: list[str]) -> None:
-    """The dependency cycles of every run (`results.cycles`): the ww and wr edges from Spark (as Arrow),
-    each run's real-time order from its ops table, the search in this process. The wr edges that real
-    time already implies come back in a second, small action, only between the ops of the nontrivial
-    components (`results.anomalies.FORWARD`). A search that fails is a crashed checker ("unknown"),
-    never a pass."""
-    from results.anomalies import EDGES, FORWARD
-    from results.cycles import CYCLE_TYPES, build, cyclic_ops, find_cycles, with_edges
-    from results.spark import spark_problem
-
-    spark = fr.facts.sparkSession
-    n = next(_views)
-    view, members = f"chaos_edges_{n}", f"chaos_members_{n}"
-    fr.facts.createOrReplaceTempView(view)
-    try:
-        edges = _split(spark.sql(EDGES.replace("{t}", view)).toArrow(), "run")
-        graphs, cyclic = {}, []
-        for r in runs:
-            e = edges.get(r.run, {"src": [], "dst": [], "rel": []})
-            graphs[r.run] = g = build(e["src"], e["dst"], e["rel"], mop_ops(r.columns))
-            cyclic += [(r.run, int(i)) for i in cyclic_ops(g)]
-        extra: dict[int, dict[str, Any]] = {}
-        if cyclic:
-            schema = "run INT, index BIGINT"
-            spark.createDataFrame(cyclic, schema).createOrReplaceTempView(members)
-            extra = _split(spark.sql(FORWARD.replace("{t}", view).replace("{m}", members)).toArrow(), "run")
-        for r in runs:
-            g = graphs[r.run]
-            if r.run in extra:
-                g = with_edges(g, extra[r.run]["src"], extra[r.run]["dst"], extra[r.run]["rel"])
-            cycles = find_cycles(g)
-            if cycles:
-                found.setdefault(r.run, {}).update({k: v.to_json() for k, v in cycles.items()})
-    except Exception as e:
-        if (problem := spark_problem(spark, e)) is not None:
-            raise EnvironmentProblem(problem) from None
-        crashed.extend(CYCLE_TYPES)
-        warnings.append(f"checker {', '.join(CYCLE_TYPES)} crashed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
-    finally:
-        spark.catalog.dropTempView(view)
-        spark.catalog.dropTempView(members)
-
-
-def _split(table: pa.Table, column: str) -> dict[int, dict[str, Any]]:
-    """A table's columns as numpy arrays, one dict per value of `column`."""
-    import numpy as np
-
-    if table.num_rows == 0:
-        return {}
-    cols = {name: table.column(name).to_numpy() for name in table.column_names}
-    key = cols[column]
-    out = {}
-    for v in np.unique(key).tolist():
-        m = key == v
-        out[int(v)] = {name: c[m] for name, c in cols.items()}
-    return out
-
-
-def mop_ops(columns: ColumnFiles) -> Any:
-    """The send/poll/txn completions of one history (its ops table): what the real-time order needs."""
-    import numpy as np
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    from results.cycles import Ops
-
-    t = pq.read_table(columns.ops, columns=["index", "invoke", "f", "type"])
-    t = t.filter(pc.is_in(t.column("f"), pa.array(["send", "poll", "txn"])))
-    return Ops(t.column("index").to_numpy(), t.column("invoke").to_numpy(),
-               np.asarray(pc.equal(t.column("type"), "ok").to_numpy(zero_copy_only=False), dtype=bool))
-
-
 @dataclass
 class _Run:
     """One history of a batch, between its validation and its verdict."""
@@ -363,6 +223,7 @@ class _Run:
     timings: dict[str, float]
     columns: ColumnFiles  # its facts as typed columns, written by the validating pass
     run: int  # its number in the batch's tables
+    replica_facts: Path | None = None  # its replica dumps' committed records as columns (none: no dumps)
 
 
 def _prepare(path: Path, out: Path | None, write: bool, run: int, workdir: Path) -> _Run:
@@ -388,8 +249,15 @@ def _prepare(path: Path, out: Path | None, write: bool, run: int, workdir: Path)
     if files.test_json is not None and files.test_json.get("complete") is False:
         warnings.append("test.json says the run did not complete")
         incomplete = True
-    return _Run(files, files.out if write else None, facts, warnings, incomplete,
-                {"validate": time.perf_counter() - t0}, columns, run)
+    timings = {"validate": time.perf_counter() - t0}
+    t0 = time.perf_counter()
+    try:
+        replica_facts = write_replica_facts(files.replicas, run, workdir / f"replicas-{run}.parquet")
+    except OSError as e:
+        raise _workdir_problem(workdir, e) from None
+    timings["replica_dumps"] = time.perf_counter() - t0
+    return _Run(files, files.out if write else None, facts, warnings, incomplete, timings, columns, run,
+                replica_facts)
 
 
 def _workdir_problem(workdir: Path, e: BaseException) -> EnvironmentProblem:
@@ -553,17 +421,14 @@ def _judge(
     shared["spark_session"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:
-        fr = load_frames(spark, [r.columns for r in runs], [(r.run, r.files.replicas) for r in runs], nbytes)
+        fr = load_frames(spark, [r.columns for r in runs], [r.replica_facts for r in runs if r.replica_facts], nbytes)
     except Exception as e:  # building the keyed table is the job's biggest sort
         if (problem := spark_problem(spark, e)) is not None:
             raise EnvironmentProblem(problem) from None
         raise
-    job_warnings: list[str] = []
-    found, crashed = _run_checkers(fr, job_warnings)
+    judged = judge_table(fr, [(r.run, r.columns) for r in runs])
+    found, crashed, job_warnings = judged.found, judged.crashed, judged.warnings
     shared["checkers"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    _add_cycles(fr, runs, found, crashed, job_warnings)
-    shared["cycles"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     perfs: dict[int, dict[str, Any]] = {}
     wanted = [i for i, r in enumerate(runs) if perf and r.dest is not None]

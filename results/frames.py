@@ -39,23 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from kernel.history.columns import FACTS, ColumnFiles
-from kernel.history.spark import file_path
+from results.replica_columns import REPLICA_FACTS
 
-REPLICA_SCHEMA = T.StructType(
-    [
-        T.StructField("offset", T.LongType()),
-        T.StructField("epoch", T.LongType()),
-        T.StructField("value", T.StringType()),
-        T.StructField("hw", T.LongType()),
-        T.StructField("leo", T.LongType()),
-        T.StructField("partition", T.LongType()),
-    ]
-)
 #: bytes of input (histories and replica dumps) per partition of the keyed table, at most two
 #: partitions per core: tiny inputs stay in one partition. Each window of the checks sorts a whole
 #: partition; 32 sim-search runs (110 MB of histories, 105 MB of dumps) in 2 partitions spilled
@@ -130,19 +119,18 @@ def _spark_schema(schema: Any) -> T.StructType:
     return T.StructType([T.StructField(f.name, kinds[str(f.type)]) for f in schema])
 
 
-def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[tuple[int, Path | None]] = (),
+def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[Path] = (),
                 nbytes: int | None = None) -> Frames:
-    """`columns` hold the runs' facts (each row tagged with its run number); `replicas` are (run
-    number, replica dump directory or None); `nbytes` the size of the histories (how many partitions
-    the job needs). The keyed table is materialised at
+    """`columns` hold the runs' facts (each row tagged with its run number); `replicas` the runs'
+    replica dumps' committed records (`results.replica_columns`, each row tagged too); `nbytes` the
+    size of the histories (how many partitions the job needs). The keyed table is materialised at
     once as a local checkpoint: its plan is then a leaf, so the anomaly statement over it is analysed
     in a fraction of the time a deep cached plan costs. The checkpoint is kept on local disk, not in
     the heap: the checks' sorts need the heap, and the table is read back from the page cache."""
     files = [str(c.facts.resolve()) for c in columns]
     if nbytes is None:
         nbytes = sum(Path(f).stat().st_size for f in files)
-    dumps = replica_dumps(replicas)
-    parts = partitions_for(spark, nbytes + sum(f.stat().st_size for _, f in dumps))
+    parts = partitions_for(spark, nbytes + sum(f.stat().st_size for f in replicas))
     spark.conf.set("spark.sql.shuffle.partitions", str(parts))
     on_disk = sum(Path(f).stat().st_size for f in files)
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(max(1 << 20, on_disk // max(1, parts) + 1)))
@@ -152,7 +140,9 @@ def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[t
     mops_v, rep_v, proven_v = f"chaos_mops_{n}", f"chaos_replicas_{n}", f"chaos_proven_{n}"
     spark.read.schema(_spark_schema(FACTS)).parquet(*files).createOrReplaceTempView(mops_v)
     proven = _proven(spark, mops_v, proven_v) if any(c.info_sends for c in columns) else None
-    reps = load_replicas(spark, dumps)
+    reps = None
+    if replicas:
+        reps = spark.read.schema(_spark_schema(REPLICA_FACTS)).parquet(*[str(f.resolve()) for f in replicas])
     if proven is None:
         rows = f"SELECT *, CAST(NULL AS BIGINT) AS epoch, false AS proven FROM {mops_v}"
     else:
@@ -200,39 +190,3 @@ def _proven(spark: Any, mops: str, view: str) -> DataFrame | None:
     df = spark.createDataFrame([(int(r["run"]), int(r["index"])) for r in got], schema)
     df.createOrReplaceTempView(view)
     return df
-
-
-def replica_dumps(dirs: Sequence[tuple[int, Path | None]]) -> list[tuple[int, Path]]:
-    """(run number, file) of every `replicas/<node>/<topic>-<p>.jsonl` of the runs' dump directories."""
-    return [(run, f) for run, d in dirs if d is not None and d.is_dir() for f in sorted(d.glob("*/*.jsonl"))]
-
-
-def load_replicas(spark: Any, files: list[tuple[int, Path]]) -> DataFrame | None:
-    """Committed records (offset < HW) of the dump `files` (`replica_dumps`), as `replica` rows
-    (process = the node) of the run whose directory each is in."""
-    if not files:
-        return None
-    where = F.create_map(*[x for run, f in files for x in (F.lit(str(f.resolve())), F.lit(run))])
-    raw = spark.read.schema(REPLICA_SCHEMA).json([str(f.resolve()) for _, f in files]).select(
-        "*", file_path(F.col("_metadata.file_path")).alias("file"))
-    node = F.regexp_extract("file", r"/([^/]+)/[^/]+\.jsonl$", 1)
-    key = F.regexp_extract("file", r"-(\d+)\.jsonl$", 1).cast("long")
-    hw = F.max("hw").over(Window.partitionBy("file"))
-    tagged = raw.select("*", hw.alias("file_hw"))
-    return tagged.where(F.col("offset").isNotNull() & (F.col("offset") < F.col("file_hw"))).select(
-        where[F.col("file")].alias("run"),
-        key.alias("key"),
-        F.lit("replica").alias("kind"),
-        node.alias("process"),
-        F.lit(None).cast("long").alias("index"),
-        F.lit(None).cast("string").alias("type"),
-        F.lit(None).cast("int").alias("pos"),
-        "offset",
-        F.col("value").cast("long").alias("value"),
-        F.lit(False).alias("final"),
-        F.lit(False).alias("rebalanced"),
-        F.lit(None).cast("long").alias("n_assign"),
-        F.lit(None).cast("long").alias("invoke"),
-        "epoch",
-    )
-

@@ -153,9 +153,9 @@ def _killed_jvm_env(tmp_path: Path) -> dict[str, str]:
 
 KILL_JVM_THEN_CHECK = """
 import sys
-import results.check as check
+import results.jobs as jobs
 
-judge = check._collect
+judge = jobs._collect
 
 
 def killed_first(spark, queries):
@@ -165,7 +165,7 @@ def killed_first(spark, queries):
     return judge(spark, queries)
 
 
-check._collect = killed_first
+jobs._collect = killed_first
 from harness.cli import main
 
 sys.exit(main(["check", sys.argv[1]]))
