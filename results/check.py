@@ -19,9 +19,11 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -43,6 +45,7 @@ from results.jobs import EXAMPLES, judge_table
 from results.replica_columns import write_replica_facts
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 ALWAYS_BAD = [
     "lost-write",
     "unseen",
@@ -273,14 +276,16 @@ def check_run(
     write: bool = True,
     perf: bool = True,
     out: Path | None = None,
+    on_perf: Callable[[Path], None] | None = None,
 ) -> CheckResult:
-    """Judge one history. Writes results.json/perf/ into the run directory (or `out`) when `write`.
+    """Judge one history. Writes results.json/perf/ into the run directory (or `out`) when `write`;
+    `on_perf` as `check_runs`.
 
     The strict reader runs first, in Python, so a malformed line stops the check with a
     HistoryError (exit 2) before Spark starts; its pass writes the typed columns Spark reads.
     """
     got = check_runs([path], spark_master=spark_master, elle_cli=elle_cli, write=write, perf=perf, out=out,
-                     keep_going=False)[0]
+                     keep_going=False, on_perf=on_perf)[0]
     assert isinstance(got, CheckResult)
     return got
 
@@ -309,12 +314,15 @@ def check_runs(
     perf: bool = True,
     out: Path | None = None,
     keep_going: bool = True,
+    on_perf: Callable[[Path], None] | None = None,
 ) -> list[CheckResult | ChaosError]:
     """Judge many histories as one Spark job (keyed by run), so the fixed costs are paid once.
 
     Each path gets its own result (written to its own results.json) in the order given; with
     `keep_going`, a path that cannot be judged (bad input, missing file) gets its error in its place
-    and the others are still checked. `out` is only meaningful for a single path.
+    and the others are still checked. `out` is only meaningful for a single path. `on_perf(dir)` is
+    called, in a thread of its own while the Spark jobs run, for each directory whose perf facts were
+    just written (what draws from them need not wait for the verdict).
     """
     if out is not None and len(paths) > 1:
         raise UsageError("--out names one directory; check several runs without it")
@@ -334,7 +342,7 @@ def check_runs(
                 prepared.append(e)
         runs = [r for r in prepared if isinstance(r, _Run)]
         judged = [r for r in runs if r.facts.txn_ops > 0]
-        batch = _judge(judged, spark_master, elle_cli, perf) if judged else {}
+        batch = _judge(judged, spark_master, elle_cli, perf, on_perf) if judged else {}
     results: list[CheckResult | ChaosError] = []
     for r in prepared:
         if isinstance(r, ChaosError):
@@ -404,63 +412,99 @@ def _verdict(r: _Run, found: dict[str, dict[str, Any]], crashed: list[str], perf
 
 
 def _judge(
-    runs: list[_Run], spark_master: str | None, elle_cli: str | None, perf: bool
+    runs: list[_Run], spark_master: str | None, elle_cli: str | None, perf: bool,
+    on_perf: Callable[[Path], None] | None = None,
 ) -> dict[int, tuple[dict[str, dict[str, Any]], list[str], dict[str, Any], dict[str, Any]]]:
-    """The Spark job (and the elle-cli batch) for every run: per run, (anomalies, crashed checkers,
-    perf summary, elle section). Timings of the shared phases are the batch's, and say so."""
+    """The Spark jobs (and the elle-cli batch) for every run: per run, (anomalies, crashed checkers,
+    perf summary, elle section). Timings of the shared phases are the batch's, and say so.
+
+    What does not need Spark goes beside it, not after it: elle-cli's JVM runs in a thread of its own
+    from the start, and the perf facts come first, so `on_perf(run_dir)` (the plots of `chaos run`)
+    draws on the second core while Spark builds its table on the first."""
     from results.elle import run_elle_batch
     from results.frames import load_frames
     from results.spark import get_spark, spark_problem
 
     shared: dict[str, float] = {}
-    t0 = time.perf_counter()
-    nbytes = sum(r.files.history.stat().st_size for r in runs)
-    # a JVM started here writes beside the one run it checks (a batch: the cache directory's spark.log)
-    spark = get_spark(spark_master, nbytes, log_to=runs[0].dest / "spark.log" if len(runs) == 1 and runs[0].dest
-                      else None)
-    shared["spark_session"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    try:
-        fr = load_frames(spark, [r.columns for r in runs], [r.replica_facts for r in runs if r.replica_facts], nbytes)
-    except Exception as e:  # building the keyed table is the job's biggest sort
-        if (problem := spark_problem(spark, e)) is not None:
-            raise EnvironmentProblem(problem) from None
-        raise
-    judged = judge_table(fr, [(r.run, r.columns) for r in runs])
-    found, crashed, job_warnings = judged.found, judged.crashed, judged.warnings
-    shared["checkers"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    perfs: dict[int, dict[str, Any]] = {}
-    wanted = [i for i, r in enumerate(runs) if perf and r.dest is not None]
-    if wanted:
-        from results.perf import perf_facts, perf_table  # pandas: only when perf facts are wanted
-
+    job_warnings: list[str] = []
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="check-side") as side:
+        elle_job = side.submit(_timed, run_elle_batch, [(r.files.history, r.dest) for r in runs], elle_cli)
+        t0 = time.perf_counter()
+        perfs = _perf_facts(runs, perf, job_warnings)
+        shared["perf"] = time.perf_counter() - t0
+        # one thread draws every run's in turn: matplotlib is not made to draw from two threads at once
+        drawing = side.submit(_draw, on_perf, [d for d in (runs[i].dest for i in perfs) if d is not None])
+        t0 = time.perf_counter()
+        nbytes = sum(r.files.history.stat().st_size for r in runs)
+        # a JVM started here writes beside the one run it checks (a batch: the cache directory's spark.log)
+        spark = get_spark(spark_master, nbytes, log_to=runs[0].dest / "spark.log"
+                          if len(runs) == 1 and runs[0].dest else None)
+        shared["spark_session"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
         try:
-            table = perf_table([runs[i].columns for i in wanted])
-            by_run = dict(tuple(table.groupby("run"))) if len(table) else {}
-            for i in wanted:
-                r = runs[i]
-                rows = by_run.get(r.run, table.iloc[0:0])
-                try:
-                    assert r.dest is not None
-                    perfs[i] = perf_facts(rows, r.dest / "perf", r.files.test_json)
-                except Exception as e:
-                    r.warnings.append(f"performance facts failed: {type(e).__name__}: {e}")
-        except Exception as e:
-            job_warnings.append(f"performance facts failed: {type(e).__name__}: {e}")
-    fr.unpersist()
-    shared["perf"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    elles = run_elle_batch([(r.files.history, r.dest) for r in runs], elle_cli)
-    shared["elle"] = time.perf_counter() - t0
+            fr = load_frames(spark, [r.columns for r in runs], [r.replica_facts for r in runs if r.replica_facts],
+                             nbytes)
+        except Exception as e:  # building the keyed table is the job's biggest sort
+            if (problem := spark_problem(spark, e)) is not None:
+                raise EnvironmentProblem(problem) from None
+            raise
+        judged = judge_table(fr, [(r.run, r.columns) for r in runs])
+        fr.unpersist()
+        shared["checkers"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        elles, shared["elle"] = elle_job.result()
+        drawing.result()
+        shared["waited_for_elle_and_plots"] = time.perf_counter() - t0
     out = {}
     for i, r in enumerate(runs):
-        r.warnings.extend(job_warnings)
+        r.warnings.extend(job_warnings + judged.warnings)
         r.timings.update(shared)
         if len(runs) > 1:
             r.timings["runs_in_job"] = len(runs)
-        out[id(r)] = (found.get(r.run, {}), crashed, perfs.get(i, {}), elles[i].to_json())
+        out[id(r)] = (judged.found.get(r.run, {}), judged.crashed, perfs.get(i, {}), elles[i].to_json())
     return out
+
+
+def _timed(f: Callable[..., T], *args: Any) -> tuple[T, float]:
+    t0 = time.perf_counter()
+    got = f(*args)
+    return got, time.perf_counter() - t0
+
+
+def _perf_facts(runs: list[_Run], perf: bool, warnings: list[str]) -> dict[int, dict[str, Any]]:
+    """Each written run's perf facts (`results.perf`, into its `perf/`), by its place in `runs`; a run
+    whose facts fail gets a warning, and so does every run when the shared table fails."""
+    perfs: dict[int, dict[str, Any]] = {}
+    wanted = [i for i, r in enumerate(runs) if perf and r.dest is not None]
+    if not wanted:
+        return perfs
+    from results.perf import perf_facts, perf_table  # pandas: only when perf facts are wanted
+
+    try:
+        table = perf_table([runs[i].columns for i in wanted])
+        by_run = dict(tuple(table.groupby("run"))) if len(table) else {}
+        for i in wanted:
+            r = runs[i]
+            rows = by_run.get(r.run, table.iloc[0:0])
+            try:
+                assert r.dest is not None
+                perfs[i] = perf_facts(rows, r.dest / "perf", r.files.test_json)
+            except Exception as e:
+                r.warnings.append(f"performance facts failed: {type(e).__name__}: {e}")
+    except Exception as e:
+        warnings.append(f"performance facts failed: {type(e).__name__}: {e}")
+    return perfs
+
+
+def _draw(on_perf: Callable[[Path], None] | None, run_dirs: list[Path]) -> None:
+    """`on_perf` of each directory; a failure is logged, never the verdict's business."""
+    if on_perf is None:
+        return
+    for d in run_dirs:
+        try:
+            on_perf(d)
+        except Exception as e:
+            log.warning("drawing for %s failed: %s: %s", d, type(e).__name__, e)
 
 
 def _write(result: CheckResult, dest: Path | None) -> None:

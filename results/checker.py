@@ -40,15 +40,16 @@ class KafkaChecker:
         from results import warm
 
         warm.finish()
-        result = check_run(run_dir, spark_master=self.spark_master, elle_cli=self.elle_cli)
-        render(run_dir)
+        result = check_run(run_dir, spark_master=self.spark_master, elle_cli=self.elle_cli, on_perf=draw)
+        render(run_dir, plots=False)
         return result
 
     def check_many(self, run_dirs: Sequence[Path]) -> list[CheckResult | ChaosError]:
-        results = check_runs(list(run_dirs), spark_master=self.spark_master, elle_cli=self.elle_cli)
+        results = check_runs(list(run_dirs), spark_master=self.spark_master, elle_cli=self.elle_cli,
+                             on_perf=draw)
         for d, r in zip(run_dirs, results, strict=True):
             if isinstance(r, CheckResult):
-                render(d)
+                render(d, plots=False)
         return results
 
     def print(self, verdict: Any) -> None:
@@ -58,11 +59,19 @@ class KafkaChecker:
             print(f"report: {report}", flush=True)
 
 
-def render(run_dir: Path) -> None:
-    """Plots, report and index; the verdict is already written, so a failure here is a warning only."""
+def draw(run_dir: Path) -> None:
+    """The run's plots, drawn while the check's Spark jobs run (`check_runs`' `on_perf`)."""
+    from results.present import draw_plots
+
+    draw_plots(run_dir)
+
+
+def render(run_dir: Path, *, plots: bool = True) -> None:
+    """Plots (unless `draw` drew them), report and index; the verdict is already written, so a
+    failure here is a warning only."""
     from results.present import render_run
 
     try:
-        render_run(run_dir)
+        render_run(run_dir, plots=plots)
     except Exception as e:  # a broken plot must not turn a checked run into a crashed one
         log.warning("the report for %s could not be written: %s: %s", run_dir, type(e).__name__, e)

@@ -32,13 +32,23 @@ def store_of(run_dir: Path) -> Path | None:
     return None
 
 
-def render_run(run_dir: Path) -> list[Path]:
-    """Write the plots (when `perf/` exists), the report and the store index; return what was written."""
+def draw_plots(run_dir: Path) -> list[Path]:
+    """The plots alone, from `perf/` (none when it does not exist): they need no verdict, so `chaos
+    run` draws them while its Spark jobs run (`results.check.check_runs`' `on_perf`)."""
+    if not (run_dir / "perf" / "latency.parquet").is_file():
+        return []
+    return write_plots(run_dir, load_perf(run_dir))
+
+
+def render_run(run_dir: Path, *, plots: bool = True) -> list[Path]:
+    """Write the plots (when `perf/` exists; `plots=False`: already drawn by `draw_plots`), the
+    report and the store index; return what was written."""
     written: list[Path] = []
     perf = None
     if (run_dir / "perf" / "latency.parquet").is_file():
         perf = load_perf(run_dir)
-        written += write_plots(run_dir, perf)
+        if plots:
+            written += write_plots(run_dir, perf)
     written.append(write_report(run_dir, perf))
     store = store_of(run_dir)
     if store is not None:
