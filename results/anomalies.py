@@ -70,7 +70,8 @@ DEFINITIONS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Group:
-    """Anomalies computed by one query: `sql` yields (run, type, ex) rows from the table `{t}`."""
+    """Anomalies computed by one query: `sql` yields (run, type, ex) rows from the keyed table `{t}`
+    and the replica dumps' table `{r}` (`results.frames.Frames`)."""
 
     types: tuple[str, ...]
     sql: str
@@ -85,14 +86,20 @@ def _ex(*cols: str) -> str:
     return "to_json(named_struct(" + ", ".join(parts) + "))"
 
 
-def _differing(by: str, col: str, where: str) -> str:
-    """The rows (matching `where`) of the (run, key, `by`) groups in which `col` takes more than one
-    value. Found with min and max over a window: plain aggregates that spill, on data already
-    partitioned by (run, key), so only the few groups found are gathered into sets. A `collect_set`
+def _differing(by: str, col: str, rows: str) -> str:
+    """The rows of the query `rows` whose (run, key, `by`) group has more than one value of `col`.
+    Found with min and max over a window: plain aggregates that spill, on data already partitioned
+    by (run, key), so only the few groups found are gathered into sets. A `collect_set`
     over every group instead keeps an object per group and, past a few hundred groups, sorts and
     spills them; merging its spill files ran a 32-run batch out of heap (1 MB of buffer per file)."""
-    return (f"SELECT * FROM (SELECT *, min({col}) OVER w <> max({col}) OVER w AS differs FROM {{t}} WHERE {where} "
+    return (f"SELECT * FROM (SELECT *, min({col}) OVER w <> max({col}) OVER w AS differs FROM ({rows}) "
             f"WINDOW w AS (PARTITION BY run, key, {by})) WHERE differs")
+
+
+#: what the log comparisons read of a row: its offset and value, and who saw it
+LOGGED = "run, key, kind, process, index, `offset`, value"
+#: the replica dumps' committed records (`results.frames.Frames.replicas`), with no op index
+REPLICA_ROWS = "SELECT run, key, kind, process, CAST(NULL AS BIGINT) AS index, `offset`, value FROM {r}"
 
 
 LOSABLE = "kind = 'send' AND committed AND at IS NOT NULL AND NOT polled"
@@ -171,17 +178,18 @@ GROUPS: list[Group] = [
         SELECT run, key, `offset`, array_sort(collect_set(value)) AS `values`,
           slice(array_sort(collect_set(CASE WHEN kind = 'replica' THEN concat('replica:', process)
                                        ELSE concat(kind, '@', CAST(index AS STRING)) END)), 1, 6) AS seen_by
-        FROM ({_differing('`offset`', 'value', "(in_vo OR kind = 'replica') AND `offset` IS NOT NULL")})
+        FROM ({_differing('`offset`', 'value',
+                          f"SELECT {LOGGED} FROM {{t}} WHERE in_vo AND `offset` IS NOT NULL UNION ALL {REPLICA_ROWS}")})
         GROUP BY run, key, `offset`)"""),
     Group(("divergent-replicas",), f"""
       SELECT run, 'divergent-replicas', {_ex('key', '`offset`', 'replicas')} FROM (
         SELECT run, key, `offset`,
           array_sort(collect_set(named_struct('node', process, 'value', value, 'epoch', epoch))) AS replicas
-        FROM ({_differing('`offset`', 'value', "kind = 'replica'")}) GROUP BY run, key, `offset`)"""),
+        FROM ({_differing('`offset`', 'value', "SELECT * FROM {r}")}) GROUP BY run, key, `offset`)"""),
     Group(("duplicate",), f"""
       SELECT run, 'duplicate', {_ex('key', 'value', 'offsets')} FROM (
         SELECT run, key, value, array_sort(collect_set(`offset`)) AS offsets
-        FROM ({_differing('value', '`offset`', "in_vo")})
+        FROM ({_differing('value', '`offset`', "SELECT * FROM {t} WHERE in_vo")})
         GROUP BY run, key, value)"""),
     Group(("unexpected", "G1a", "precommitted-read"), f"""
       SELECT run, 'unexpected', {_ex('key', '`offset`', 'value', 'process', 'index', 'type')}
@@ -222,9 +230,10 @@ GROUPS: list[Group] = [
 CHECKERS: list[str] = list(DEFINITIONS)
 
 
-def group_sql(group: Group, table: str) -> str:
-    """The group's query over `table`, its columns named run, type, ex."""
-    return f"SELECT * FROM ({group.sql.replace('{t}', table)}) AS g(run, type, ex)"
+def group_sql(group: Group, table: str, replicas: str) -> str:
+    """The group's query over the keyed table `table` and the replica table `replicas`, its columns
+    named run, type, ex."""
+    return f"SELECT * FROM ({group.sql.replace('{t}', table).replace('{r}', replicas)}) AS g(run, type, ex)"
 
 #: The cycle anomalies (`results.cycles`), found in the driver from the edges below and the ops' real-time
 #: order; named here so every anomaly has its definition in one place (`CHECKERS` is the report order).

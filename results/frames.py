@@ -1,8 +1,8 @@
 """The one table every checker reads: the facts of every history about every key, in key order.
 
 The strict reader's pass wrote each history's facts as typed columns (`kernel.history.columns`,
-one Parquet file per history, each row tagged with its `run`); here the replica dumps join them and
-the lot is partitioned once by (run, key), then each row gets what several checkers need, computed
+one Parquet file per history, each row tagged with its `run`); here they are partitioned once by
+(run, key), then each row gets what several checkers need, computed
 once with windows over that partitioning (no further shuffles, no joins):
 
 - `committed`: a send row's op must have committed (Jepsen's `must-have-committed?`): it completed
@@ -23,8 +23,8 @@ once with windows over that partitioning (no further shuffles, no joins):
   `max_read_idx`: the highest index an ok poll of the key read.
 
 The table is cached: the anomalies are then row sets of it, collected together (`results.check`).
-Columns: run, key, kind (send, poll, keep, reset, replica), process (a replica's node), index, type,
-pos, offset, value, final, rebalanced, n_assign, invoke, epoch (replicas), proven, committed, in_vo, idx, vidx,
+Columns: run, key, kind (send, poll, keep, reset), process, index, type,
+pos, offset, value, final, rebalanced, n_assign, invoke, proven, committed, in_vo, idx, vidx,
 at, polled, sent, failed_at, writer, ok_writer, first_writer, max_read_idx (and `invoke`, a poll
 record's op's invoke index).
 """
@@ -76,7 +76,12 @@ def classes_cached(on: bool) -> None:
 
 @dataclass
 class Frames:
+    """The batch's keyed table (`facts`: the history's rows, windows computed) and its replica dumps'
+    committed records (`replicas`: run, key, kind, process = the node, offset, value, epoch), both
+    partitioned by (run, key)."""
+
     facts: DataFrame
+    replicas: DataFrame
     has_replicas: bool
     views: tuple[str, ...] = ()
 
@@ -140,19 +145,23 @@ def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[P
     mops_v, rep_v, proven_v = f"chaos_mops_{n}", f"chaos_replicas_{n}", f"chaos_proven_{n}"
     spark.read.schema(_spark_schema(FACTS)).parquet(*files).createOrReplaceTempView(mops_v)
     proven = _proven(spark, mops_v, proven_v) if any(c.info_sends for c in columns) else None
-    reps = None
-    if replicas:
-        reps = spark.read.schema(_spark_schema(REPLICA_FACTS)).parquet(*[str(f.resolve()) for f in replicas])
-    if proven is None:
-        rows = f"SELECT *, CAST(NULL AS BIGINT) AS epoch, false AS proven FROM {mops_v}"
-    else:
-        rows = (f"SELECT /*+ BROADCAST(p) */ m.*, CAST(NULL AS BIGINT) AS epoch, p.index IS NOT NULL AS proven "
-                f"FROM {mops_v} m LEFT JOIN {proven_v} p ON m.run = p.run AND m.index = p.index")
-    if reps is not None:
-        reps.createOrReplaceTempView(rep_v)
-        rows += f" UNION ALL SELECT *, false AS proven FROM {rep_v}"
-    # one partition satisfies every grouping that follows: no shuffle at all, here or in the checks
+    # the replica rows need none of the windows below (no version order, no writer): a table of their
+    # own, read by the two checks that compare logs, keeps a third of `make run`'s rows out of the
+    # table every other check scans
     spread = "COALESCE(1)" if parts == 1 else f"REPARTITION({parts}, run, key)"
+    if replicas:
+        spark.read.schema(_spark_schema(REPLICA_FACTS)).parquet(
+            *[str(f.resolve()) for f in replicas]).createOrReplaceTempView(rep_v)
+    else:
+        spark.createDataFrame([], _spark_schema(REPLICA_FACTS)).createOrReplaceTempView(rep_v)
+    reps = spark.sql(f"SELECT /*+ {spread} */ run, key, kind, process, `offset`, value, epoch FROM {rep_v} "
+                     "WHERE `offset` IS NOT NULL")
+    if proven is None:
+        rows = f"SELECT *, false AS proven FROM {mops_v}"
+    else:
+        rows = (f"SELECT /*+ BROADCAST(p) */ m.*, p.index IS NOT NULL AS proven "
+                f"FROM {mops_v} m LEFT JOIN {proven_v} p ON m.run = p.run AND m.index = p.index")
+    # one partition satisfies every grouping that follows: no shuffle at all, here or in the checks
     committed = "kind = 'send' AND (type = 'ok' OR (type = 'info' AND proven))"
     in_vo = f"`offset` IS NOT NULL AND (kind = 'poll' OR ({committed}))"
     facts = spark.sql(f"""
@@ -173,7 +182,7 @@ def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[P
                 FROM (SELECT /*+ {spread} */ * FROM ({rows}))))
         WINDOW v AS (PARTITION BY run, key, value))""")
     facts = facts.localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
-    return Frames(facts, reps is not None, (mops_v, rep_v, proven_v))
+    return Frames(facts, reps, bool(replicas), (mops_v, rep_v, proven_v))
 
 
 def _proven(spark: Any, mops: str, view: str) -> DataFrame | None:

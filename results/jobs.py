@@ -84,11 +84,12 @@ def _spark_problem(spark: Any, e: BaseException) -> EnvironmentProblem | None:
     return None if problem is None else EnvironmentProblem(problem)
 
 
-def _checkers(spark: Any, view: str, groups: Sequence[Group]) -> Judged:
-    """Some anomaly groups in one statement; if that fails, group by group, naming the culprit."""
+def _checkers(spark: Any, views: tuple[str, str], groups: Sequence[Group]) -> Judged:
+    """Some anomaly groups over the (keyed table, replica table) `views` in one statement; if that
+    fails, group by group, naming the culprit."""
     out = Judged()
     try:
-        out.merge(_collect(spark, [group_sql(g, view) for g in groups]))
+        out.merge(_collect(spark, [group_sql(g, *views) for g in groups]))
         return out
     except Exception as e:
         if (problem := _spark_problem(spark, e)) is not None:  # nothing more can run: say so
@@ -96,7 +97,7 @@ def _checkers(spark: Any, view: str, groups: Sequence[Group]) -> Judged:
         log.warning("a combined check job failed; running its checkers group by group to find the culprit")
     for g in groups:
         try:
-            out.merge(_collect(spark, [group_sql(g, view)]))
+            out.merge(_collect(spark, [group_sql(g, *views)]))
         except Exception as e:
             if (problem := _spark_problem(spark, e)) is not None:
                 raise problem from None
@@ -162,15 +163,17 @@ def judge_table(fr: Any, runs: Sequence[tuple[int, ColumnFiles]]) -> Judged:
     runs are (run number, columns); the jobs run at once. Types per run come in report order, the
     unseen values' per-key counts folded into `unseen`."""
     spark = fr.facts.sparkSession
-    view = f"chaos_facts_{next(_views)}"
-    fr.facts.createOrReplaceTempView(view)
+    n = next(_views)
+    views = f"chaos_facts_{n}", f"chaos_replica_rows_{n}"
+    fr.facts.createOrReplaceTempView(views[0])
+    fr.replicas.createOrReplaceTempView(views[1])
     halves = [GROUPS[i::HALVES] for i in range(HALVES)]
-    tasks: list[Callable[[], Judged]] = [partial(_checkers, spark, view, h) for h in halves]
+    tasks: list[Callable[[], Judged]] = [partial(_checkers, spark, views, h) for h in halves]
     tasks.append(partial(_cycles, fr, runs))
     try:
         parts = _all(tasks)
     finally:
-        _drop_views(spark, view)
+        _drop_views(spark, *views)
     out = Judged()
     for p in parts:
         out.merge(p.found)
