@@ -224,7 +224,7 @@ def _figure(title: str) -> tuple[Figure, Axes]:
 def _legend(fig: Figure, groups: list[list[Any]]) -> None:
     """The legend outside the axes, on the right: its width is measured (its own texts only) and the
     axes end where it begins, so a fault name is not cut off. The axes keep at least half the width: a
-    legend wider than that (a name of some 90 characters) overlaps the plot rather than squeezing it away."""
+    legend wider than that (a name of some 85 characters) overlaps the plot rather than squeezing it away."""
     handles = [h for g in groups for h in g]
     if not handles:
         return

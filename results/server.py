@@ -109,7 +109,7 @@ def alive(pid: int) -> bool:
 
 
 def touch(where: Path | None = None) -> None:
-    """Reset the idle clock: a check begins or ends."""
+    """Reset the idle clock: a client is alive (its heartbeat calls this every few seconds)."""
     used = (where or home()) / "used"
     with contextlib.suppress(OSError):
         used.touch()
@@ -141,8 +141,9 @@ def session() -> Any | None:
             state = read_state(where)
             if state is not None and (not alive(state.pid) or state.versions != versions()):
                 if alive(state.pid):
-                    stop(where)  # another install's server: ours replaces it
-                (where / "server.json").unlink(missing_ok=True)
+                    stop(where)  # another install's server: ours replaces it (stop removes its state)
+                else:
+                    (where / "server.json").unlink(missing_ok=True)
                 state = None
             if state is None:
                 state = _start(where)

@@ -124,7 +124,6 @@ def spark_problem(spark: Any, cause: BaseException) -> str | None:
     if "OutOfMemoryError" in text or "UNABLE_TO_ACQUIRE_MEMORY" in text:
         why = "the Spark driver ran out of memory during the check"
     elif not jvm_alive(spark):
-        first = text.splitlines()[0][:160] if text else ""
         if is_remote(spark):
             from results.server import home
 
@@ -132,6 +131,7 @@ def spark_problem(spark: Any, cause: BaseException) -> str | None:
             return (f"the shared check server stopped answering during the check (gRPC "
                     f"{code.group(1) if code else type(cause).__name__}); its log is {home() / 'server.log'}; "
                     "check again (a new one starts), or with --no-server; nothing was judged")
+        first = text.splitlines()[0][:160] if text else ""
         why = f"the Spark driver JVM died during the check ({type(cause).__name__}: {first})"
     else:
         return None
@@ -267,10 +267,7 @@ def get_spark(master: str | None = None, expected_bytes: int | None = None, log_
 
 
 def _release(remote: Any) -> None:
-    """At exit: give the shared server this client's session back (its tables, views and settings)
-    and restart its idle clock."""
-    from results import server
-
+    """At exit: give the shared server this client's session back (its tables, views and settings).
+    The idle clock needs no touch here: the heartbeat kept it fresh to the end."""
     with contextlib.suppress(Exception):  # the server may already be gone; nothing of ours is lost
         remote.stop()
-    server.touch()
