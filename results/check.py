@@ -20,8 +20,8 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,6 +39,7 @@ from kernel.errors import (
 )
 from kernel.history import HistoryScan, read_ops
 from kernel.history.columns import ColumnFiles, ColumnWriter
+from results.background import Task
 from results.coverage import bugs_of, read_coverage, verdict_note
 from results.hanging import hanging_anomalies
 from results.jobs import EXAMPLES, judge_table
@@ -418,43 +419,44 @@ def _judge(
     """The Spark jobs (and the elle-cli batch) for every run: per run, (anomalies, crashed checkers,
     perf summary, elle section). Timings of the shared phases are the batch's, and say so.
 
-    What does not need Spark goes beside it, not after it: elle-cli's JVM runs in a thread of its own
-    from the start, and the perf facts come first, so `on_perf(run_dir)` (the plots of `chaos run`)
-    draws on the second core while Spark builds its table on the first."""
+    What does not need Spark goes beside it, not after it (`results.background`): elle-cli's JVM runs
+    in a thread of its own from the start, and the perf facts come first, so `on_perf(run_dir)` (the
+    plots of `chaos run`) draws on the second core while Spark builds its table on the first."""
     from results.elle import run_elle_batch
     from results.frames import load_frames
     from results.spark import get_spark, spark_problem
 
     shared: dict[str, float] = {}
     job_warnings: list[str] = []
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="check-side") as side:
-        elle_job = side.submit(_timed, run_elle_batch, [(r.files.history, r.dest) for r in runs], elle_cli)
-        t0 = time.perf_counter()
-        perfs = _perf_facts(runs, perf, job_warnings)
-        shared["perf"] = time.perf_counter() - t0
-        # one thread draws every run's in turn: matplotlib is not made to draw from two threads at once
-        drawing = side.submit(_draw, on_perf, [d for d in (runs[i].dest for i in perfs) if d is not None])
-        t0 = time.perf_counter()
-        nbytes = sum(r.files.history.stat().st_size for r in runs)
-        # a JVM started here writes beside the one run it checks (a batch: the cache directory's spark.log)
-        spark = get_spark(spark_master, nbytes, log_to=runs[0].dest / "spark.log"
-                          if len(runs) == 1 and runs[0].dest else None)
-        shared["spark_session"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        try:
-            fr = load_frames(spark, [r.columns for r in runs], [r.replica_facts for r in runs if r.replica_facts],
-                             nbytes)
-        except Exception as e:  # building the keyed table is the job's biggest sort
-            if (problem := spark_problem(spark, e)) is not None:
-                raise EnvironmentProblem(problem) from None
-            raise
-        judged = judge_table(fr, [(r.run, r.columns) for r in runs])
-        fr.unpersist()
-        shared["checkers"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        elles, shared["elle"] = elle_job.result()
-        drawing.result()
-        shared["waited_for_elle_and_plots"] = time.perf_counter() - t0
+    histories = [(r.files.history, r.dest) for r in runs]
+    elle_job = Task(partial(_timed, run_elle_batch, histories, elle_cli), "check-elle")
+    t0 = time.perf_counter()
+    perfs = _perf_facts(runs, perf, job_warnings)
+    shared["perf"] = time.perf_counter() - t0
+    # one thread draws every run's in turn: matplotlib is not made to draw from two threads at once
+    drawing = Task(partial(_draw, on_perf, [d for d in (runs[i].dest for i in perfs) if d is not None]),
+                   "check-plots")
+    t0 = time.perf_counter()
+    nbytes = sum(r.files.history.stat().st_size for r in runs)
+    # a JVM started here writes beside the one run it checks (a batch: the cache directory's spark.log)
+    spark = get_spark(spark_master, nbytes, log_to=runs[0].dest / "spark.log"
+                      if len(runs) == 1 and runs[0].dest else None)
+    shared["spark_session"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    try:
+        fr = load_frames(spark, [r.columns for r in runs], [r.replica_facts for r in runs if r.replica_facts],
+                         nbytes)
+    except Exception as e:  # building the keyed table is the job's biggest sort
+        if (problem := spark_problem(spark, e)) is not None:
+            raise EnvironmentProblem(problem) from None
+        raise
+    judged = judge_table(fr, [(r.run, r.columns) for r in runs])
+    fr.unpersist()
+    shared["checkers"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    elles, shared["elle"] = elle_job.result()
+    drawing.result()
+    shared["waited_for_elle_and_plots"] = time.perf_counter() - t0
     out = {}
     for i, r in enumerate(runs):
         r.warnings.extend(job_warnings + judged.warnings)

@@ -21,16 +21,16 @@ import itertools
 import json
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 import pyarrow as pa
 
 from kernel.errors import EnvironmentProblem
 from kernel.history.columns import ColumnFiles
 from results.anomalies import CHECKERS, GROUPS, PER_KEY, Group, group_sql
+from results.background import run_all
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,6 @@ HALVES = 2
 
 Found = dict[int, dict[str, dict[str, Any]]]  # run -> anomaly type -> {"count", "examples", ...}
 _views = itertools.count()
-T = TypeVar("T")
 
 
 @dataclass
@@ -171,7 +170,7 @@ def judge_table(fr: Any, runs: Sequence[tuple[int, ColumnFiles]]) -> Judged:
     tasks: list[Callable[[], Judged]] = [partial(_checkers, spark, views, h) for h in halves]
     tasks.append(partial(_cycles, fr, runs))
     try:
-        parts = _all(tasks)
+        parts = run_all(tasks, "check-job", on_interrupt=partial(cancel, spark))
     finally:
         _drop_views(spark, *views)
     out = Judged()
@@ -188,18 +187,15 @@ def judge_table(fr: Any, runs: Sequence[tuple[int, ColumnFiles]]) -> Judged:
     return out
 
 
-def _all(tasks: Sequence[Callable[[], T]]) -> list[T]:
-    """Run `tasks` at once, each in its own thread; their results in order. Every task is waited for
-    before an error is raised (no job is left running behind the caller's back), and the first
-    task's error in list order wins, so the same failure reads the same on every run."""
-    with ThreadPoolExecutor(max_workers=len(tasks), thread_name_prefix="check-job") as pool:
-        futures: list[Future[T]] = [pool.submit(t) for t in tasks]
-    errors = [f.exception() for f in futures]
-    for e in errors:
-        if e is not None:
-            # an environment problem says why nothing could run; it wins over what it caused
-            raise next((x for x in errors if isinstance(x, EnvironmentProblem)), e)
-    return [f.result() for f in futures]
+def cancel(spark: Any) -> None:
+    """Ask Spark to stop every job this process started (a stop signal came): in this process's own
+    driver, or this client's operations on the shared check server, which never saw the signal."""
+    from results.spark import is_remote
+
+    if is_remote(spark):
+        spark.interruptAll()
+    else:
+        spark.sparkContext.cancelAllJobs()
 
 
 def _split(table: pa.Table, column: str) -> dict[int, dict[str, Any]]:

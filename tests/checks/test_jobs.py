@@ -12,6 +12,7 @@ import pytest
 
 import results.jobs as jobs
 from results.anomalies import Group
+from results.background import run_all
 from results.check import check_run
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -42,6 +43,38 @@ def test_a_crash_alone_makes_the_verdict_unknown(spark: Any, tmp_path: Path, mon
     assert got.valid == "unknown" and got.exit_code == 2, (got.valid, got.warnings)
 
 
+def test_an_environment_problem_wins_and_an_interrupt_cancels_the_jobs_at_once() -> None:
+    """A dead JVM fails every job: the sentence that says so is raised, not a refused connection. A
+    stop signal while waiting calls the cancel hook and is raised without waiting for the jobs."""
+    import signal
+    import threading
+
+    from kernel.errors import EnvironmentProblem
+
+    def refused() -> None:
+        raise ConnectionRefusedError("refused")
+
+    def dead() -> None:
+        raise EnvironmentProblem("the Spark driver JVM died")
+
+    with pytest.raises(EnvironmentProblem):
+        run_all([refused, dead], "t")
+    release, cancelled = threading.Event(), []
+
+    def ctrl_c(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, ctrl_c)
+    signal.setitimer(signal.ITIMER_REAL, 0.3)  # the user's Ctrl-C, while a job still runs
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_all([release.wait], "t", on_interrupt=lambda: cancelled.append(True))
+    finally:
+        signal.signal(signal.SIGALRM, old)
+        release.set()
+    assert cancelled == [True]
+
+
 def test_the_first_error_in_task_order_is_raised_after_every_task_ended() -> None:
     ended: list[int] = []
 
@@ -51,7 +84,7 @@ def test_the_first_error_in_task_order_is_raised_after_every_task_ended() -> Non
             raise ValueError(f"task {i}")
         return i
 
-    assert jobs._all([lambda: task(0, False), lambda: task(1, False)]) == [0, 1]
+    assert run_all([lambda: task(0, False), lambda: task(1, False)], "t") == [0, 1]
     with pytest.raises(ValueError, match="task 1"):
-        jobs._all([lambda: task(0, False), lambda: task(1, True), lambda: task(2, True)])
+        run_all([lambda: task(0, False), lambda: task(1, True), lambda: task(2, True)], "t")
     assert sorted(ended) == [0, 0, 1, 1, 2]  # every task ran to its end
