@@ -38,6 +38,11 @@ class Task(Generic[T]):
         self._thread.join()
         return self._error
 
+    def ended_within(self, seconds: float) -> bool:
+        """Wait at most `seconds`; whether it ended (a task that did not goes on, abandoned)."""
+        self._thread.join(seconds)
+        return not self._thread.is_alive()
+
     def result(self) -> T:
         if (e := self.wait()) is not None:
             raise e

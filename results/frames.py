@@ -82,7 +82,6 @@ class Frames:
 
     facts: DataFrame
     replicas: DataFrame
-    has_replicas: bool
     views: tuple[str, ...] = ()
 
     def unpersist(self) -> None:
@@ -182,7 +181,7 @@ def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[P
                 FROM (SELECT /*+ {spread} */ * FROM ({rows}))))
         WINDOW v AS (PARTITION BY run, key, value))""")
     facts = facts.localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
-    return Frames(facts, reps, bool(replicas), (mops_v, rep_v, proven_v))
+    return Frames(facts, reps, (mops_v, rep_v, proven_v))
 
 
 def _proven(spark: Any, mops: str, view: str) -> DataFrame | None:

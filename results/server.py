@@ -39,8 +39,12 @@ import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+from kernel.errors import EnvironmentProblem
+from results.background import Task
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +52,9 @@ log = logging.getLogger(__name__)
 START_TIMEOUT_S = 90.0
 #: how often the server looks at its idle clock
 TICK_S = 2.0
+#: how long a client waits for a running server's first answer (it answers in milliseconds, even
+#: while it runs another client's jobs: Connect serves each request on a thread of its own)
+FIRST_ANSWER_S = 15.0
 
 
 def idle_s() -> float:
@@ -130,9 +137,18 @@ def _locked(where: Path) -> Iterator[None]:
 # --- the client side -----------------------------------------------------------------------------------
 
 
+class _Unresponsive(Exception):
+    """A running server that did not answer the first call in time."""
+
+    def __init__(self, state: ServerState) -> None:
+        super().__init__(f"server {state.pid} did not answer")
+        self.state = state
+
+
 def session() -> Any | None:
     """A Spark Connect session on the shared server (started first when none runs), or None when
-    there is none to be had — the caller then starts Spark in its own process."""
+    there is none to be had — the caller then starts Spark in its own process. A server that runs
+    but does not answer is an `EnvironmentProblem`: the user has to end it."""
     if not enabled():
         return None
     where = home()
@@ -157,12 +173,26 @@ def session() -> Any | None:
         spark = SparkSession.builder.remote(state.url()).getOrCreate()
         # a server that is gone is said within seconds (Spark's default retries for ten minutes)
         spark.client.set_retry_policies([DefaultPolicy(max_retries=4, max_backoff=2000)])
-        spark.conf.get("spark.app.name")  # one round trip: the server answers and takes the token
+        # one round trip: the server answers and takes the token. A server that is alive but does not
+        # answer (stopped by SIGSTOP, hung) still accepts the connection, and gRPC would wait for its
+        # answer for ever. Past the deadline the check cannot fall back to its own driver either: a
+        # gRPC call still waiting in this process makes the JVM's launch (a fork) abort
+        probe = Task(partial(spark.conf.get, "spark.app.name"), "check-server-probe")
+        if not probe.ended_within(FIRST_ANSWER_S):
+            with contextlib.suppress(Exception):  # closed by us, the client sends nothing more at exit
+                spark.client.close()  # (its release call would wait on the silent server again)
+            raise _Unresponsive(state)
+        probe.result()
         _heartbeat(where)
         if warm:  # an earlier check compiled every query's classes in that JVM (`results.frames`)
             from results.frames import classes_cached
 
             classes_cached(True)
+    except _Unresponsive as e:
+        raise EnvironmentProblem(
+            f"the shared check server (pid {e.state.pid}, port {e.state.port}) accepts connections but has not "
+            f"answered for {FIRST_ANSWER_S:g} s (stopped or hung?); end it with `chaos check-server stop`, or "
+            "check with --no-server; nothing was judged") from None
     except Exception as e:  # noqa: BLE001 - any failure here only means "check in-process"
         log.info("the shared check server is not available (%s: %s); checking in this process",
                  type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")
@@ -221,6 +251,7 @@ def stop(where: Path | None = None, timeout: float = 30.0) -> ServerState | None
     if alive(state.pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(state.pid, signal.SIGTERM)
+            os.killpg(state.pid, signal.SIGCONT)  # a stopped server (SIGSTOP) handles its TERM now
         deadline = time.monotonic() + timeout
         while alive(state.pid) and time.monotonic() < deadline:
             time.sleep(0.1)

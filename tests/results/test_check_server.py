@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -102,7 +103,20 @@ def test_a_dead_servers_files_are_replaced_and_stop_ends_it(cache: Path, tmp_pat
         other.kill()
         other.wait()
 
+    # alive but answering nothing (SIGSTOP): gRPC would wait for ever; the check says so and stops
+    os.killpg(state.pid, signal.SIGSTOP)
+    t0 = time.monotonic()
+    got = run_chaos("check", str(FIXTURES / "valid-kill-controller"), "--out", str(tmp_path / "b"), "--no-perf",
+                    "--elle-cli", "", env=_env(cache), timeout=300)
+    assert got.returncode == 6 and "accepts connections but has not answered" in got.stderr, got.stderr
+    assert "chaos check-server stop" in got.stderr and "Traceback" not in got.stderr
+    assert not (tmp_path / "b" / "results.json").exists()
+    assert time.monotonic() - t0 < server.FIRST_ANSWER_S + 30  # not the client's exit waiting on it again
+
+    # `stop` ends even a stopped server at once (SIGCONT after its SIGTERM), not after its 30 s grace
+    t0 = time.monotonic()
     got = run_chaos("check-server", "stop", env=_env(cache))
+    assert time.monotonic() - t0 < 20
     assert got.returncode == 0 and f"stopped check server {state.pid}" in got.stdout
     assert not server.alive(state.pid) and server.read_state(where) is None
 
