@@ -60,6 +60,13 @@ CODEGEN_MIN_BYTES = 32 << 20
 #: rows (10^4 lines, 1.8 MB: building the table 5.5 s against 14.4 s, the checks 12 s against 34 s at
 #: load ~6); at 10^4 queue ops (~10^4 rows) interpreting still wins
 CODEGEN_MIN_ROWS = 30_000
+#: up to this many rows of facts the checkpoint is kept in the heap as rows (`HEAP`), above it on disk.
+#: Every check scans the table, and reading it back from disk cost a fifth of a warm check of a
+#: `make run` (150,000 rows: 30 MB of rows in the heap); a large batch keeps it on disk, since the
+#: checks' sorts need the heap (see `load_frames`)
+HEAP_ROWS = 500_000
+#: in memory, not serialized; a block memory cannot hold goes to disk
+HEAP = StorageLevel(True, True, False, True, 1)
 #: True once this process's check warm-up (`results/warm.py`) ran its tiny check with generated code:
 #: the JVM then holds every checker's compiled classes (Spark caches them by their source, which does
 #: not depend on the history), so compiling is already paid and generated code wins at any size
@@ -129,8 +136,9 @@ def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[P
     replica dumps' committed records (`results.replica_columns`, each row tagged too); `nbytes` the
     size of the histories (how many partitions the job needs). The keyed table is materialised at
     once as a local checkpoint: its plan is then a leaf, so the anomaly statement over it is analysed
-    in a fraction of the time a deep cached plan costs. The checkpoint is kept on local disk, not in
-    the heap: the checks' sorts need the heap, and the table is read back from the page cache."""
+    in a fraction of the time a deep cached plan costs. The checkpoint of a large table is kept on
+    local disk, not in the heap: the checks' sorts need the heap, and the table is read back from the
+    page cache; a small one (`HEAP_ROWS`) stays in the heap, where reading it costs nothing."""
     files = [str(c.facts.resolve()) for c in columns]
     if nbytes is None:
         nbytes = sum(Path(f).stat().st_size for f in files)
@@ -180,7 +188,8 @@ def load_frames(spark: Any, columns: Sequence[ColumnFiles], replicas: Sequence[P
           FROM (SELECT *, coalesce({committed}, false) AS committed, coalesce({in_vo}, false) AS in_vo
                 FROM (SELECT /*+ {spread} */ * FROM ({rows}))))
         WINDOW v AS (PARTITION BY run, key, value))""")
-    facts = facts.localCheckpoint(eager=True, storageLevel=StorageLevel.DISK_ONLY)
+    in_heap = sum(c.rows for c in columns) <= HEAP_ROWS
+    facts = facts.localCheckpoint(eager=True, storageLevel=HEAP if in_heap else StorageLevel.DISK_ONLY)
     return Frames(facts, reps, (mops_v, rep_v, proven_v))
 
 

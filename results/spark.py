@@ -33,6 +33,8 @@ _master: str | None = None
 
 #: bytes of history below which a process's JVM runs C1-compiled code only
 SMALL_BYTES = 32 << 20
+#: generated classes a session keeps compiled (`spark.sql.codegen.cache.maxEntries`)
+CODEGEN_CACHE = 1000
 
 
 def verbose() -> bool:
@@ -245,6 +247,12 @@ def get_spark(master: str | None = None, expected_bytes: int | None = None, log_
             "spark.sql.ansi.enabled": "false",
             # perf/latency.parquet is one row per op: move it to pandas as Arrow batches, not pickled rows
             "spark.sql.execution.arrow.pyspark.enabled": "true",
+            # the checks' generated classes: Spark keeps 100, fewer than one check compiles, so every
+            # check compiled most of them again (Janino, ~15 % of a warm check's CPU in a profile)
+            "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE),
+            # the keyed table's checkpoint, when it is on disk, is read by every check: Java's
+            # serialization of its rows was a fifth of a warm check's CPU; Kryo's is a fraction of that
+            "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         }
         conf.update(extra_conf or {})
         if jvm.options:
