@@ -419,15 +419,23 @@ def _judge(
     """The Spark jobs (and the elle-cli batch) for every run: per run, (anomalies, crashed checkers,
     perf summary, elle section). Timings of the shared phases are the batch's, and say so.
 
-    What does not need Spark goes beside it, not after it (`results.background`): elle-cli's JVM runs
-    in a thread of its own from the start, and the perf facts come first, so `on_perf(run_dir)` (the
-    plots of `chaos run`) draws on the second core while Spark builds its table on the first."""
+    What does not need Spark goes beside it, not after it (`results.background`): once the session is
+    there, elle-cli's JVM runs in a thread of its own, and the perf facts come before the Spark jobs,
+    so `on_perf(run_dir)` (the plots of `chaos run`) draws on the second core while Spark builds its
+    table on the first."""
     from results.elle import run_elle_batch
     from results.frames import load_frames
     from results.spark import get_spark, spark_problem
 
     shared: dict[str, float] = {}
     job_warnings: list[str] = []
+    t0 = time.perf_counter()
+    nbytes = sum(r.files.history.stat().st_size for r in runs)
+    # a JVM started here writes beside the one run it checks (a batch: the cache directory's spark.log).
+    # First: a check that cannot have its session (no Java, a bad master) leaves nothing behind
+    spark = get_spark(spark_master, nbytes, log_to=runs[0].dest / "spark.log"
+                      if len(runs) == 1 and runs[0].dest else None)
+    shared["spark_session"] = time.perf_counter() - t0
     histories = [(r.files.history, r.dest) for r in runs]
     elle_job = Task(partial(_timed, run_elle_batch, histories, elle_cli), "check-elle")
     t0 = time.perf_counter()
@@ -437,21 +445,21 @@ def _judge(
     drawing = Task(partial(_draw, on_perf, [d for d in (runs[i].dest for i in perfs) if d is not None]),
                    "check-plots")
     t0 = time.perf_counter()
-    nbytes = sum(r.files.history.stat().st_size for r in runs)
-    # a JVM started here writes beside the one run it checks (a batch: the cache directory's spark.log)
-    spark = get_spark(spark_master, nbytes, log_to=runs[0].dest / "spark.log"
-                      if len(runs) == 1 and runs[0].dest else None)
-    shared["spark_session"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
     try:
-        fr = load_frames(spark, [r.columns for r in runs], [r.replica_facts for r in runs if r.replica_facts],
-                         nbytes)
-    except Exception as e:  # building the keyed table is the job's biggest sort
-        if (problem := spark_problem(spark, e)) is not None:
-            raise EnvironmentProblem(problem) from None
+        try:
+            fr = load_frames(spark, [r.columns for r in runs], [r.replica_facts for r in runs if r.replica_facts],
+                             nbytes)
+        except Exception as e:  # building the keyed table is the job's biggest sort
+            if (problem := spark_problem(spark, e)) is not None:
+                raise EnvironmentProblem(problem) from None
+            raise
+        judged = judge_table(fr, [(r.run, r.columns) for r in runs])
+        fr.unpersist()
+    except Exception:
+        # no elle-cli child left writing into a run directory after this process has said it failed
+        elle_job.wait()
+        drawing.wait()
         raise
-    judged = judge_table(fr, [(r.run, r.columns) for r in runs])
-    fr.unpersist()
     shared["checkers"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     elles, shared["elle"] = elle_job.result()
