@@ -63,7 +63,7 @@ bench-cluster-impl: deps venv
 
 # the simulator: simulated seconds per wall second, seeds per hour, time to detect per bug switch
 bench-sim: venv
-	$(PY) cluster-impl/bench/sim.py --out bench-results/sim.json
+	$(PY) -m harness.bench.sim --out bench-results/sim.json
 
 # sim-search on a Spark standalone cluster (master + 2 one-core workers here) against --jobs 2
 bench-fleet: venv

@@ -22,14 +22,16 @@ from typing import Any
 from harness.hanging import hanging_transactions, patience_for
 from harness.pool import WorkerPool
 from harness.progress import live_progress
+from harness.provision.state import ClusterState
 from harness.runtime import ThreadRuntime
 from harness.signals import shielded
-from kernel.db import DB, Cluster, HasLeaderViews, HasLogFiles, HasReplicaDumps, HasStableEnds
-from kernel.errors import ChaosError
+from kernel.db import DB, Cluster, HasApiVersions, HasLeaderViews, HasLogFiles, HasReplicaDumps, HasStableEnds
+from kernel.errors import ChaosError, ProvisionError
 from kernel.history import HistoryWriter
 from kernel.nemesis import NemesisContext, PlannedFault
 from kernel.runtime import Runtime
 from kernel.store import RunDir
+from kernel.system import check_features
 from kernel.test import Test
 from nemesis.runner import NemesisRunner
 
@@ -128,8 +130,11 @@ def deployed(test: Test, cluster: Cluster, rec: RunRecord) -> Iterator[DB]:
     """The DB set up on every node and the workload's topic made; torn down at the end."""
     rec.enter("deploy")
     db, spec = test.db, test.spec
+    if spec.provisioner != "sim":
+        _quietly("saving the cluster's system", lambda: ClusterState(spec.cluster).save_system(spec.system))
     try:
         db.setup(cluster)
+        check_served(test, cluster, db)
         db.create_topic(spec.topic, spec.partitions, spec.replication_factor)
         yield db
     finally:
@@ -139,6 +144,23 @@ def deployed(test: Test, cluster: Cluster, rec: RunRecord) -> Iterator[DB]:
             else:
                 _quietly("tearing down the DB", lambda: db.teardown(cluster))
                 _quietly("closing the DB", db.close)
+
+
+def check_served(test: Test, cluster: Cluster, db: DB) -> None:
+    """The brokers serve every Kafka feature the workload needs, as they advertise them (ApiVersions);
+    else one sentence (exit 3), and the deployment is torn down on the way out. Asked of the first
+    broker that answers: the nodes run one build."""
+    if not test.features or not isinstance(db, HasApiVersions):
+        return
+    reasons = []
+    for node in cluster.nodes:
+        got = db.api_keys(node)
+        if isinstance(got, str):
+            reasons.append(f"{node.name}: {got}")
+            continue
+        check_features(test.system.name if test.system else "under test", test.features, got)
+        return
+    raise ProvisionError(f"no broker answered ApiVersions ({'; '.join(reasons)})")
 
 
 @contextlib.contextmanager

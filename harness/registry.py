@@ -1,11 +1,13 @@
 """From a `RunSpec` to a `Test`: the one place the orchestrator learns which parts exist.
 
-`preflight(spec)` checks every name a registry owns (workload, provisioner, nemesis, bug switches)
-and every combination a backend cannot act out, before anything starts, with one sentence each;
-`build_test(spec)` assembles the record of live parts. The backend — provisioner, DB (with the fault
-capabilities it implements), runtime and the clients' `connect` — is chosen here: containers (docker
-or ssh hosts) or the simulator (`harness/provision/sim.py`). `run.py`, the worker pool and the CLIs
-never import a concrete workload, DB adapter, backend or checker: they arrive here.
+`preflight(spec)` checks every name a registry owns (system, workload, provisioner, nemesis, bug
+switches) and every combination the system or the backend cannot act out, before anything starts,
+with one sentence each: a fault kind whose role or capability the system lacks (`kernel.system`),
+a workload whose Kafka features it does not serve. `build_test(spec)` assembles the record of live
+parts. The system under test (`harness.systems`) gives the DB and its settings; the backend —
+provisioner, runtime and the clients' `connect` — is chosen here: containers (docker or ssh hosts)
+or the simulator (`harness/provision/sim.py`, our broker only). `run.py`, the worker pool and the
+CLIs never import a concrete workload, system, DB adapter, backend or checker: they arrive here.
 """
 
 from __future__ import annotations
@@ -15,17 +17,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from harness.db.logbroker import LogbrokerDB, check_bugs, known_bugs
-from harness.db.settings import BrokerSettings
 from harness.provision import PROVISIONERS, get_provisioner
 from harness.runtime import ThreadRuntime
+from harness.systems import get_system, system_name
 from kernel.capabilities import Clock, Disk
 from kernel.errors import UsageError
-from kernel.nemesis import PlannedFault, PlanWorld
+from kernel.nemesis import Family, PlannedFault, PlanWorld, kind_needs
 from kernel.spec import RunSpec
+from kernel.system import System
 from kernel.test import NemesisPackage, Test
 from nemesis import validate as validate_nemesis
-from nemesis.registry import families_needed
+from nemesis.registry import expand, families_needed
 from nemesis.registry import perf as nemesis_perf
 from nemesis.registry import resolve as resolve_nemesis
 from nemesis.schedule import plan as plan_faults
@@ -39,13 +41,18 @@ NEEDS_IMAGE: dict[type, str] = {Clock: "libfaketime preloaded by the node image'
 
 
 def preflight(spec: RunSpec) -> RunSpec:
-    """Every registry-owned name in the spec exists, and the backend can act every part of it out;
-    or one sentence saying what is wrong. Returns the spec with `all` expanded into its families."""
-    get_workload(spec.workload)
+    """Every registry-owned name in the spec exists, and the system and the backend can act every
+    part of it out; or one sentence saying what is wrong. Returns the spec with `all` (and a family
+    named whole) expanded into what the system can take."""
+    system = get_system(spec.system)
+    spec = replace(spec, system=system_name(spec.system))  # test.json names the system, default or not
+    workload = get_workload(spec.workload)
     validate_nemesis(list(spec.nemesis))
-    spec = replace(spec, nemesis=resolve_nemesis(spec.nemesis))
     if spec.provisioner not in PROVISIONERS:
         raise UsageError(f"unknown provisioner {spec.provisioner!r}; choose one of: {', '.join(PROVISIONERS)}")
+    if spec.provisioner not in system.backends:
+        raise UsageError(f"system {system.name} runs on the {', '.join(system.backends)} provisioner(s), not "
+                         f"{spec.provisioner} (the simulator runs our own broker only)")
     if spec.provisioner == "sim":
         if spec.txn_mode == "ctp":
             raise UsageError("--txn-mode ctp runs on containers only: the simulated transactional client has no "
@@ -54,22 +61,66 @@ def preflight(spec: RunSpec) -> RunSpec:
             raise UsageError("--leave-running needs containers: a simulated cluster ends with its run")
     elif spec.check_determinism:
         raise UsageError("--check-determinism needs --provisioner sim (a container run cannot be repeated exactly)")
-    check_bugs(spec.bugs)
-    check_capabilities(spec, _db(spec))
+    if spec.bugs and "bug-switches" not in system.decl.extras:
+        raise UsageError(f"system {system.name} has no bug switches (--bug {spec.bugs[0]}); a process system turns "
+                         "its own on through its file's [env] table")
+    system.preflight(spec)
+    for feature in features_needed(spec, workload):
+        if feature not in system.decl.features:
+            raise UsageError(f"system {system.name} does not serve {feature}, which the {spec.workload} workload "
+                             f"with these settings needs{_feature_hint(feature)}")
+    db = _db(spec, system)
+    spec = replace(spec, nemesis=resolve_nemesis(spec.nemesis, refusal(spec, system, db)))
+    check_capabilities(spec, db, system)
     return spec
 
 
-def check_capabilities(spec: RunSpec, db: Any) -> None:
-    """A family whose capabilities the backend lacks is refused before anything starts (never
-    recorded as started and stopped without happening)."""
-    for fam in families_needed(list(spec.nemesis)).values():
+def _feature_hint(feature: str) -> str:
+    return {"transactions": " (leave out --txn / --workload txn)",
+            "consumer-groups": " (use --sub-via assign)",
+            "idempotence": " (add --no-idempotence)"}.get(feature, "")
+
+
+def features_needed(spec: RunSpec, workload: Any) -> tuple[str, ...]:
+    """The Kafka features a run needs of the brokers: what its workload names, plus consumer groups
+    when consumers subscribe and idempotence when producers are idempotent."""
+    out = list(getattr(workload, "features", ()))
+    if workload.transactional is not None and "transactions" not in out:
+        out.append("transactions")
+    if "subscribe" in spec.sub_via and "consumer-groups" not in out:
+        out.append("consumer-groups")
+    if spec.idempotence and "idempotence" not in out:
+        out.append("idempotence")
+    return tuple(out)
+
+
+def refusal(spec: RunSpec, system: System, db: Any) -> Any:
+    """Why one fault kind cannot be acted out by this system on this backend (None: it can)."""
+    def why(fam: Family, kind: str) -> str | None:
         for cap in fam.needs:
             if not isinstance(db, cap):
-                raise UsageError(f"the {spec.provisioner} backend cannot act out nemesis {fam.name!r}: it has no "
-                                 f"{cap.__name__} capability; leave it out of --nemesis")
+                return (f"the {spec.provisioner} backend cannot act out nemesis {fam.name!r}: it has no "
+                        f"{cap.__name__} capability; leave it out of --nemesis")
             if spec.provisioner == "ssh" and cap in NEEDS_IMAGE:
-                raise UsageError(f"nemesis {fam.name!r} needs {NEEDS_IMAGE[cap]}, which the 'ssh' provisioner's "
-                                 "hosts do not have; use --provisioner docker")
+                return (f"nemesis {fam.name!r} needs {NEEDS_IMAGE[cap]}, which the 'ssh' provisioner's "
+                        "hosts do not have; use --provisioner docker")
+        missing = system.decl.missing(kind_needs(fam, kind))
+        if missing is not None:
+            return (f"system {system.name} cannot act out nemesis {fam.name}-{kind}: it has no "
+                    f"{missing.describe().removeprefix('a ')}; leave it out of --nemesis "
+                    f"(`chaos nemeses --system {spec.system}` lists what it can take)")
+        return None
+
+    return why
+
+
+def check_capabilities(spec: RunSpec, db: Any, system: System | None = None) -> None:
+    """A kind the system or the backend cannot act out is refused before anything starts (never
+    recorded as started and stopped without happening)."""
+    why = refusal(spec, system or get_system(spec.system), db)
+    for fam_name, kind in expand(list(spec.nemesis)):
+        if (reason := why(families_needed([fam_name])[fam_name], kind)) is not None:
+            raise UsageError(reason)
 
 
 def judge_many(run_dirs: list[Path], spark_master: str | None = None) -> list[Any]:
@@ -81,39 +132,40 @@ def judge_many(run_dirs: list[Path], spark_master: str | None = None) -> list[An
     return list(check_runs(run_dirs, spark_master=spark_master, write=False, perf=False))
 
 
-def bug_switches() -> tuple[str, ...]:
-    """The system under test's bug switches (asked of the broker program itself)."""
-    return known_bugs()
+def bug_switches(system: str = "logbroker") -> tuple[str, ...]:
+    """The system under test's bug switches (ours: asked of the broker program itself)."""
+    return get_system(system).bug_switches()
 
 
-def _db(spec: RunSpec) -> Any:
+def _db(spec: RunSpec, system: System | None = None) -> Any:
     """The backend's DB (a value until `setup`: nothing is made yet)."""
     if spec.provisioner == "sim":
         from harness.provision.sim import SimDB
 
         return SimDB(spec)
-    return make_db(spec)
+    return make_db(spec, system)
 
 
-def make_db(spec: RunSpec) -> LogbrokerDB:
-    return LogbrokerDB(BrokerSettings(replication_factor=spec.replication_factor,
-                                      min_insync_replicas=spec.min_insync, bugs=tuple(spec.bugs),
-                                      partitions=spec.partitions, flush_messages=1, extra=dict(spec.extra)))
+def make_db(spec: RunSpec, system: System | None = None) -> Any:
+    """The system's container deployment for `spec` (`chaos heal` and the tests attach it to nodes)."""
+    return (system or get_system(spec.system)).make_db(spec)
 
 
 def _schedule(spec: RunSpec, node_names: list[str]) -> list[PlannedFault]:
-    settings = BrokerSettings()  # the timeouts both backends deploy (harness/db/settings.py)
+    t = get_system(spec.system).timeouts(spec)  # the timeouts the system deploys (its settings record)
     world = PlanWorld(node_names, spec.partitions, spec.replication_factor,
-                      session_timeout_s=settings.session_timeout_ms / 1000,
-                      replica_lag_s=settings.replica_lag_time_max_ms / 1000)
+                      session_timeout_s=t.session_s, replica_lag_s=t.replica_lag_s)
     return plan_faults(spec.seed, list(spec.nemesis), interval_s=spec.nemesis_interval,
                        time_limit_s=spec.time_limit, world=world, max_active=spec.max_active)
 
 
 def build_test(spec: RunSpec, *, spark_master: str | None = None, elle_cli: str | None = None) -> Test:
     spec = preflight(spec)
+    system = get_system(spec.system)
     opts: dict[str, object] = {"hosts": spec.hosts} if spec.provisioner == "ssh" else {}
-    db = _db(spec)
+    if spec.provisioner == "docker" and (image := getattr(system, "image", None)):
+        opts["image"] = image
+    db = _db(spec, system)
     provisioner = get_provisioner(spec.provisioner, spec.cluster, **opts)
     if spec.provisioner == "sim":
         runtime, connect = db.runtime, db.connect
@@ -133,4 +185,6 @@ def build_test(spec: RunSpec, *, spark_master: str | None = None, elle_cli: str 
         nemesis=NemesisPackage(families_needed(list(spec.nemesis)), partial(_schedule, spec)),
         checker=KafkaChecker(spark_master, elle_cli),
         info={"nemesis_perf": {k: v.to_json() for k, v in nemesis_perf().items()}},
+        system=system,
+        features=features_needed(spec, get_workload(spec.workload)),
     )

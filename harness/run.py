@@ -3,7 +3,7 @@ for containers, the simulator and `chaos sim-search`, so one test.json writer se
 
     recording                  the run directory, test.json (complete: false) and the history
       provisioned              nodes up; down at the end (unless --leave-running)
-        deployed               ZooKeeper + brokers, the topic; torn down at the end
+        deployed               the system under test (ours: ZooKeeper + brokers), the topic; torn down
           armed                the fault schedule; every fault healed on the way out
             recorded           workers and nemesis for the time limit
             healed             heal, then wait until the cluster is whole again (`kernel.db.recovered`)
@@ -56,7 +56,8 @@ def phase_line(test: Test, phase: str) -> str | None:
     fams = ", ".join(s.nemesis) if len(s.nemesis) <= 3 else f"{len(s.nemesis)} fault families"
     return {
         "provision": f"provisioning {s.nodes} nodes ({s.provisioner}, cluster {s.cluster})",
-        "deploy": f"starting ZooKeeper and the brokers; topic {s.topic}: {s.partitions} partitions, "
+        "deploy": f"{test.system.deploy_line(s) if test.system else 'starting the brokers'}; topic {s.topic}: "
+                  f"{s.partitions} partitions, "
                   f"replication factor {s.replication_factor}",
         "workload": f"running the {s.workload} workload for {s.time_limit:g} s under {fams}",
         "heal": "healing every fault and waiting for the cluster to recover",

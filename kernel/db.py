@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 
 from kernel.node import Node
 from kernel.remote import Remote
+from kernel.system import SystemDecl
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,10 @@ class PartitionState:
 
 
 class DB(Protocol):
-    """Installs the system under test on every node, makes the workload's topic, removes it all."""
+    """Installs the system under test on every node, makes the workload's topic, removes it all.
+    `system` is its declaration (`kernel.system`): processes, roles, ports, capabilities."""
+
+    system: SystemDecl
 
     def setup(self, cluster: Cluster) -> None:
         """Write configs and start every process on every node; return when the cluster answers."""
@@ -93,11 +97,20 @@ class Pausable(Protocol):
     """Processes that can be frozen with SIGSTOP and resumed with SIGCONT (GC-like pauses)."""
 
     def pause(self, node: Node, *, process: str = "broker") -> None:
-        """SIGSTOP `process` ("broker" or "zookeeper") on `node`."""
+        """SIGSTOP `process` (a process name of the system's declaration) on `node`."""
         ...
 
     def resume(self, node: Node, *, process: str = "broker") -> None:
         """SIGCONT `process` on `node`; idempotent."""
+        ...
+
+
+@runtime_checkable
+class HasApiVersions(Protocol):
+    """Can ask a broker which Kafka APIs it serves (ApiVersions), to refuse a workload it cannot serve."""
+
+    def api_keys(self, node: Node) -> set[int] | str:
+        """The API keys `node`'s broker advertises; a one-line reason when it did not answer."""
         ...
 
 
@@ -176,7 +189,7 @@ class LeaderView:
 @runtime_checkable
 class HasLeaderViews(Protocol):
     """Can ask every broker which leader it names to clients. Clients follow those answers, not the
-    controller's word in ZooKeeper; when a drain gives up on NOT_LEADER, this says who sent it there."""
+    controller's word in the metadata store; when a drain gives up on NOT_LEADER, this says who sent it there."""
 
     def leader_views(self, topic: str) -> dict[str, dict[int, LeaderView] | str]:
         """Node name -> partition -> its view; a one-line reason for a broker that did not answer."""
@@ -223,7 +236,7 @@ class Recovering(ClusterView, Protocol):
         ...
 
     def restarts_registered(self) -> bool:
-        """Every broker started again since it was killed has registered anew in ZooKeeper."""
+        """Every broker started again since it was killed has registered anew with the cluster."""
         ...
 
 

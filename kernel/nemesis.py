@@ -6,7 +6,11 @@ values: `node n3`, `leader(2)`, `controller`, `follower(2, lagging)`. A role tar
 until the fault starts (who leads key 2 at second 31?), so it is resolved in one place,
 `NemesisContext.resolve`, at that moment, and the history records both the planned target and the
 node it hit. Every role target also carries a seeded `fallback` node, used (and recorded as such)
-when the metadata cannot say — a partition with no leader, ZooKeeper out of reach.
+when the metadata cannot say — a partition with no leader, the metadata out of reach.
+
+What a fault may hit comes from the system under test (`kernel.system`): each kind names the roles
+and capabilities it needs (`Family.requires`), and the context hands a family the system's ports and
+process names by role, so no family names a program.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from kernel.db import DB, Cluster, ClusterView, Killable, Pausable, Reassignable
 from kernel.errors import UsageError
 from kernel.node import Node
 from kernel.runtime import Activity, Runtime
+from kernel.system import Need, SystemDecl
 
 Role = Literal["node", "leader", "controller", "follower"]
 
@@ -93,7 +98,8 @@ def victim(kind: str, rng: random.Random, world: PlanWorld) -> Target:
 class PlanWorld:
     """What planning may know: the node names, the topic's partition count (keys 0..partitions-1),
     and the cluster's timeouts that compositions must outlast (a zombie's pause must exceed the
-    ZooKeeper session; a lagging follower must lag longer than the replica lag time)."""
+    broker's session with its metadata store; a lagging follower must lag longer than the replica
+    lag time). The system under test gives the timeouts (its settings record)."""
 
     nodes: list[str]
     partitions: int
@@ -209,6 +215,19 @@ class NemesisContext:
     def nodes(self) -> list[Node]:
         return self.cluster.nodes
 
+    @property
+    def system(self) -> SystemDecl:
+        """The system under test's declaration (its DB carries it): ports and process names by role."""
+        decl: SystemDecl = self.db.system
+        return decl
+
+    def process_name(self, role: str) -> str:
+        """The name of the process playing `role` (what `Pausable.pause(process=...)` takes)."""
+        proc = self.system.process(role)
+        if proc is None:
+            raise UsageError(f"system {self.system.name} has no {role} process")
+        return proc.name
+
     def node(self, name: str) -> Node:
         return self.cluster.node(name)
 
@@ -291,6 +310,8 @@ class Family(Protocol):
 
     name: str
     about: dict[str, str]  # kind -> one line of what a fault of that kind does (`chaos nemeses`)
+    requires_all: tuple[Need, ...]  # what every kind needs of the system (a role, a capability over it)
+    requires: dict[str, tuple[Need, ...]]  # what a kind needs beyond that
     kinds: tuple[str, ...]  # the keys of `about`, in order
     perf: FaultPerf
     composite: bool
@@ -303,3 +324,13 @@ class Family(Protocol):
     async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]: ...
 
     def heal(self, ctx: NemesisContext) -> None: ...
+
+
+def kind_needs(family: Family, kind: str) -> tuple[Need, ...]:
+    """Everything one kind of `family` needs of the system under test: its family's common needs and
+    its own, each once."""
+    out: list[Need] = []
+    for n in (*getattr(family, "requires_all", ()), *getattr(family, "requires", {}).get(kind, ())):
+        if n not in out:
+            out.append(n)
+    return tuple(out)

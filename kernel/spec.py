@@ -5,7 +5,7 @@ help in its metadata, `build_spec` checks every value against it (a float where 
 a string for a bool, NaN or infinity, a value that would hang or do nothing are refused with the
 reason), then the cross-field rules run. The CLI's flags are generated from the same table, so a
 flag and a TOML key can never disagree. What is known only to a registry (workload, nemesis and
-provisioner names, bug switches) is checked by the orchestrator's preflight, before anything starts.
+provisioner and system names, bug switches) is checked by the orchestrator's preflight, before anything starts.
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ def _s(help: str, *, lo: float | None = None, hi: float | None = None, why: str 
 class RunSpec:
     name: str = field(default="queue", metadata=_s("Test name (store/<name>/...)."))
     workload: str = field(default="queue", metadata=_s("Workload."))
+    system: str = field(default="", metadata=_s(
+        "System under test: a name `chaos systems` lists (default: our own broker, cluster-impl/), or "
+        "process:FILE.toml (any Kafka-protocol broker that file describes)."))
     nodes: int = field(default=5, metadata=_s("Number of nodes.", lo=1, hi=32,
                                               why="a cluster on one machine beyond 32 nodes is not a useful test"))
     nemesis: tuple[str, ...] = field(default=DEFAULT_NEMESIS, metadata=_s(

@@ -18,6 +18,7 @@ from kernel.nemesis import Family, PlannedFault
 from kernel.node import Node
 from kernel.runtime import Runtime
 from kernel.spec import RunSpec
+from kernel.system import System
 from kernel.workload import Connect, Workload
 
 
@@ -67,3 +68,7 @@ class Test:
     nemesis: NemesisPackage
     checker: Checker
     info: dict[str, Any] | None = None  # extra facts for test.json (image id, versions)
+    #: the system under test (`kernel.system.System`): what the phases say it is and deploy
+    system: System | None = None
+    #: the Kafka features the run needs of the brokers, asked of them (ApiVersions) once they answer
+    features: tuple[str, ...] = ()

@@ -16,6 +16,7 @@ from typing import Any
 from kernel.capabilities import Clock
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
 from kernel.runtime import Activity
+from kernel.system import Need
 
 
 class ClockFamily:
@@ -30,6 +31,12 @@ class ClockFamily:
     perf: FaultPerf = FaultPerf("start-clock", "stop-clock", "clock skew", "#A0C8E9")
     composite: bool = False
     needs: tuple[type, ...] = (Clock,)
+    #: what every kind needs unless `requires` says more
+    requires_all: tuple[Need, ...] = (Need("broker", "clock"),)
+    #: what each kind needs of the system under test (a role and a capability over it); a kind the
+    #: chosen system cannot act out is refused before the run (`harness.registry`)
+    requires: dict[str, tuple[Need, ...]] = {
+    }
 
     def __init__(self) -> None:
         self._strobes: dict[int, Activity] = {}

@@ -28,6 +28,7 @@ from typing import Any
 from kernel import layout
 from kernel.capabilities import Cut, Net
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, victim
+from kernel.system import Need
 
 #: how long the requests are held at least: past the producers' produce deadline
 #: (`workloads.txn.PRODUCE_TIMEOUT_MS`, 5 s on both backends), after which the producer aborts the
@@ -47,13 +48,19 @@ class DelayedProduceFamily:
     perf: FaultPerf = FaultPerf("start-delayed-produce", "stop-delayed-produce", "delayed produce", "#D35400")
     composite: bool = False
     needs: tuple[type, ...] = (Net,)
+    #: what every kind needs unless `requires` says more
+    requires_all: tuple[Need, ...] = (Need("broker", "net"),)
+    #: what each kind needs of the system under test (a role and a capability over it); a kind the
+    #: chosen system cannot act out is refused before the run (`harness.registry`)
+    requires: dict[str, tuple[Need, ...]] = {
+    }
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         return Plan({"victim": victim(kind, rng, world)}, {}, min_duration_s=HOLD_S)
 
     async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
         hit = ctx.resolve(fault.targets["victim"])
-        cut = Cut({hit.node.name: [layout.CLIENTS]}, ports=(layout.BROKER_PORT,), hold=True)
+        cut = Cut({hit.node.name: [layout.CLIENTS]}, ports=(ctx.system.port("broker"),), hold=True)
         ctx.net().drop(cut)
         return {"kind": fault.kind, "node": hit.node.name, **cut.to_json(), "targets": {"victim": hit.to_json()}}
 

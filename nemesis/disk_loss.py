@@ -23,6 +23,7 @@ from typing import Any
 from kernel.capabilities import ClusterView, Disk, Killable, Net
 from kernel.db import PartitionState
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from kernel.system import Need
 from nemesis.steps import Steps, cut, heal_all, wait_for
 
 
@@ -38,6 +39,12 @@ class DiskLossFamily:
     perf: FaultPerf = FaultPerf("start-disk-loss", "stop-disk-loss", "disk lost", "#784212")
     composite: bool = True
     needs: tuple[type, ...] = (Disk, Killable, Net, ClusterView)
+    #: what every kind needs unless `requires` says more
+    requires_all: tuple[Need, ...] = (Need("broker", "kill"), Need("broker", "disk-loss"), Need("broker", "net"),)
+    #: what each kind needs of the system under test (a role and a capability over it); a kind the
+    #: chosen system cannot act out is refused before the run (`harness.registry`)
+    requires: dict[str, tuple[Need, ...]] = {
+    }
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         fallback = rng.choice(world.nodes)

@@ -33,6 +33,7 @@ from typing import Any
 
 from kernel.capabilities import ClusterView, Killable, Net, Pausable
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from kernel.system import Need
 from nemesis.steps import Steps, cut, heal_all, leader_other_than, mute, planned_roles, wait_for
 
 #: How long the next leader is held (paused) while the survivor fetches ahead of the HW: spread over
@@ -52,6 +53,12 @@ class DoubleFailoverFamily:
     perf: FaultPerf = FaultPerf("start-double-failover", "stop-double-failover", "double failover", "#C0392B")
     composite: bool = True
     needs: tuple[type, ...] = (Net, Killable, Pausable, ClusterView)
+    #: what every kind needs unless `requires` says more
+    requires_all: tuple[Need, ...] = (Need("broker", "kill"), Need("broker", "net"), Need("broker", "pause"),)
+    #: what each kind needs of the system under test (a role and a capability over it); a kind the
+    #: chosen system cannot act out is refused before the run (`harness.registry`)
+    requires: dict[str, tuple[Need, ...]] = {
+    }
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         key = rng.randrange(world.partitions)

@@ -35,6 +35,7 @@ from typing import Any
 
 from kernel.capabilities import ClusterView, Killable, Net
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from kernel.system import Need
 from nemesis.steps import (
     Steps,
     cut,
@@ -65,6 +66,12 @@ class HeldMarkersFamily:
     perf: FaultPerf = FaultPerf("start-held-markers", "stop-held-markers", "held markers", "#8E44AD")
     composite: bool = True
     needs: tuple[type, ...] = (Net, Killable, ClusterView)
+    #: what every kind needs unless `requires` says more
+    requires_all: tuple[Need, ...] = (Need("broker", "kill"), Need("broker", "net"), Need("coordinator", "net"),)
+    #: what each kind needs of the system under test (a role and a capability over it); a kind the
+    #: chosen system cannot act out is refused before the run (`harness.registry`)
+    requires: dict[str, tuple[Need, ...]] = {
+    }
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         key = rng.randrange(world.partitions)

@@ -15,9 +15,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kernel import layout
 from kernel.capabilities import Cut, Net
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from kernel.system import Need
 
 
 class IsolateFamily:
@@ -31,6 +31,13 @@ class IsolateFamily:
     perf: FaultPerf = FaultPerf("start-isolate", "stop-isolate", "isolation", "#F5B041")
     composite: bool = False
     needs: tuple[type, ...] = (Net,)
+    #: what every kind needs unless `requires` says more
+    requires_all: tuple[Need, ...] = (Need("broker", "net"),)
+    #: what each kind needs of the system under test (a role and a capability over it); a kind the
+    #: chosen system cannot act out is refused before the run (`harness.registry`)
+    requires: dict[str, tuple[Need, ...]] = {
+        "zookeeper": (Need("broker", "net"), Need("metadata-store", "net"),),
+    }
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         fallback = rng.choice(world.nodes)
@@ -45,10 +52,10 @@ class IsolateFamily:
         if fault.kind == "zookeeper":
             # every ZooKeeper server (the victim's own too: local traffic passes INPUT) drops the victim
             g: dict[str, list[str]] = {n.name: [v] for n in ctx.nodes}
-            ports: tuple[int, ...] = (layout.ZK_CLIENT_PORT,)
+            ports: tuple[int, ...] = (ctx.system.port("metadata-store"),)
         else:
             g = {v: others, **{o: [v] for o in others}}
-            ports = (layout.BROKER_PORT,)
+            ports = (ctx.system.port("broker"),)
         cut = Cut(g, ports)
         ctx.net().drop(cut)
         return {"kind": fault.kind, "node": v, **cut.to_json(), "targets": {"victim": hit.to_json()}}

@@ -12,6 +12,7 @@ from typing import Any
 
 from kernel.capabilities import Killable
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target, victim
+from kernel.system import Need
 
 
 class KillFamily:
@@ -27,6 +28,13 @@ class KillFamily:
     perf: FaultPerf = FaultPerf("start-kill", "stop-kill", "kill", "#E9C3A0")
     composite: bool = False
     needs: tuple[type, ...] = (Killable,)
+    #: what every kind needs unless `requires` says more
+    requires_all: tuple[Need, ...] = (Need("broker", "kill"),)
+    #: what each kind needs of the system under test (a role and a capability over it); a kind the
+    #: chosen system cannot act out is refused before the run (`harness.registry`)
+    requires: dict[str, tuple[Need, ...]] = {
+        "controller": (Need("controller", "kill"),),
+    }
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         one = victim(kind, rng, world)

@@ -31,6 +31,7 @@ from typing import Any
 
 from kernel.capabilities import ClusterView, Killable, Net, Pausable
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from kernel.system import Need
 from nemesis.steps import Steps, cut, heal_all, isr_without, key_led_elsewhere, wait_for
 
 
@@ -46,6 +47,15 @@ class LaggingFollowerFamily:
     perf: FaultPerf = FaultPerf("start-lagging-follower", "stop-lagging-follower", "lagging follower", "#1ABC9C")
     composite: bool = True
     needs: tuple[type, ...] = (Net, Killable, Pausable, ClusterView)
+    #: what every kind needs unless `requires` says more
+    requires_all: tuple[Need, ...] = (Need("broker", "kill"), Need("broker", "net"), Need("broker", "pause"),)
+    #: what each kind needs of the system under test (a role and a capability over it); a kind the
+    #: chosen system cannot act out is refused before the run (`harness.registry`)
+    requires: dict[str, tuple[Need, ...]] = {
+        "kill-leader": (Need("broker", "kill"), Need("broker", "net"), Need("controller", "net"),),
+        "pause-leader": (Need("broker", "pause"), Need("broker", "net"), Need("controller", "net"),),
+        "kill-isr": (Need("broker", "kill"), Need("broker", "net"), Need("controller", "net"),),
+    }
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         key = rng.randrange(world.partitions)

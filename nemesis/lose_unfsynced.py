@@ -17,6 +17,7 @@ from typing import Any
 
 from kernel.capabilities import Disk, Killable
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, victim
+from kernel.system import Need
 
 
 class LoseUnfsyncedFamily:
@@ -31,6 +32,13 @@ class LoseUnfsyncedFamily:
     perf: FaultPerf = FaultPerf("start-lose-unfsynced", "stop-lose-unfsynced", "crash, unsynced lost", "#6E2C00")
     composite: bool = False
     needs: tuple[type, ...] = (Disk, Killable)
+    #: what every kind needs unless `requires` says more
+    requires_all: tuple[Need, ...] = (Need("broker", "kill"), Need("broker", "lose-unfsynced"),)
+    #: what each kind needs of the system under test (a role and a capability over it); a kind the
+    #: chosen system cannot act out is refused before the run (`harness.registry`)
+    requires: dict[str, tuple[Need, ...]] = {
+        "controller": (Need("controller", "kill"), Need("controller", "lose-unfsynced"),),
+    }
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         return Plan({"victim": victim(kind, rng, world)})

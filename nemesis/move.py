@@ -19,6 +19,7 @@ from typing import Any
 
 from kernel.capabilities import Admin, ClusterView
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld
+from kernel.system import Need
 
 
 class MoveFamily:
@@ -32,6 +33,12 @@ class MoveFamily:
     perf: FaultPerf = FaultPerf("start-move", "stop-move", "move", "#A0E9B4")
     composite: bool = False
     needs: tuple[type, ...] = (Admin, ClusterView)
+    #: what every kind needs unless `requires` says more
+    requires_all: tuple[Need, ...] = (Need("broker", "net"),)
+    #: what each kind needs of the system under test (a role and a capability over it); a kind the
+    #: chosen system cannot act out is refused before the run (`harness.registry`)
+    requires: dict[str, tuple[Need, ...]] = {
+    }
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         order = rng.sample(world.nodes, len(world.nodes))

@@ -3,7 +3,8 @@
 Kinds: `halves` (random majority/minority), `one` (isolate a node), `one-way` (a node hears nothing
 but is still heard), `bridge` (two halves joined by one node), `controller` and `leader` (isolate
 the active controller / a key's leader, resolved when the fault starts), `zookeeper` (cut one
-node's broker and ZooKeeper off from the ZooKeeper ports of the others, while brokers still see
+node's broker and ZooKeeper off from the ZooKeeper ports of the others: the ports of the system's
+`metadata-store` processes, while brokers still see
 each other), `flaky` (a node loses a seeded share, 20-60 %, of what it receives: iptables'
 `statistic` match, since this kernel has no netem — timeouts and retries rather than a clean cut).
 The history records the grudge (node -> nodes it drops) and the resolved target.
@@ -14,12 +15,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kernel import layout
 from kernel.capabilities import Cut, Net
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from kernel.system import Need
 from nemesis import grudge
-
-ZK_PORTS = (layout.ZK_CLIENT_PORT, layout.ZK_PEER_PORT, layout.ZK_ELECTION_PORT)
 
 
 class PartitionFamily:
@@ -39,6 +38,14 @@ class PartitionFamily:
     perf: FaultPerf = FaultPerf("start-partition", "stop-partition", "partition", "#E9A4A0")
     composite: bool = False
     needs: tuple[type, ...] = (Net,)
+    #: what every kind needs unless `requires` says more
+    requires_all: tuple[Need, ...] = (Need("broker", "net"),)
+    #: what each kind needs of the system under test (a role and a capability over it); a kind the
+    #: chosen system cannot act out is refused before the run (`harness.registry`)
+    requires: dict[str, tuple[Need, ...]] = {
+        "controller": (Need("controller", "net"),),
+        "zookeeper": (Need("metadata-store", "net"),),
+    }
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         order = list(world.nodes)
@@ -67,7 +74,7 @@ class PartitionFamily:
             if fault.kind == "one-way":
                 g = grudge.one_way(hit.node.name, names)
             else:
-                ports = ZK_PORTS if fault.kind == "zookeeper" else ()
+                ports = ctx.system.ports("metadata-store") if fault.kind == "zookeeper" else ()
                 g = grudge.isolate(hit.node.name, names)
         cut = Cut(g, ports, loss=float(fault.params["loss"]) if fault.kind == "flaky" else None)
         ctx.net().drop(cut)

@@ -13,6 +13,7 @@ from typing import Any
 
 from kernel.capabilities import Pausable
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, victim
+from kernel.system import Need
 
 
 class PauseFamily:
@@ -28,13 +29,21 @@ class PauseFamily:
     perf: FaultPerf = FaultPerf("start-pause", "stop-pause", "pause", "#C5A0E9")
     composite: bool = False
     needs: tuple[type, ...] = (Pausable,)
+    #: what every kind needs unless `requires` says more
+    requires_all: tuple[Need, ...] = (Need("broker", "pause"),)
+    #: what each kind needs of the system under test (a role and a capability over it); a kind the
+    #: chosen system cannot act out is refused before the run (`harness.registry`)
+    requires: dict[str, tuple[Need, ...]] = {
+        "controller": (Need("controller", "pause"),),
+        "zookeeper": (Need("metadata-store", "pause"),),
+    }
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         return Plan({"victim": victim(kind, rng, world)})
 
     async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
         hit = ctx.resolve(fault.targets["victim"])
-        process = "zookeeper" if fault.kind == "zookeeper" else "broker"
+        process = ctx.process_name("metadata-store" if fault.kind == "zookeeper" else "broker")
         ctx.pausable().pause(hit.node, process=process)
         return {"kind": fault.kind, "node": hit.node.name, "process": process, "targets": {"victim": hit.to_json()}}
 
@@ -45,5 +54,5 @@ class PauseFamily:
     def heal(self, ctx: NemesisContext) -> None:
         db = ctx.pausable()
         for n in ctx.nodes:  # resume everything, not only what we remember: heal must be total
-            for process in ("broker", "zookeeper"):
+            for process in ctx.system.pausable():
                 db.resume(n, process=process)

@@ -15,6 +15,7 @@ from typing import Any
 
 from kernel.capabilities import Disk, Killable
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from kernel.system import Need
 
 
 class PowerLossFamily:
@@ -28,6 +29,12 @@ class PowerLossFamily:
     perf: FaultPerf = FaultPerf("start-power-loss", "stop-power-loss", "power loss", "#7B241C")
     composite: bool = False
     needs: tuple[type, ...] = (Disk, Killable)
+    #: what every kind needs unless `requires` says more
+    requires_all: tuple[Need, ...] = (Need("broker", "kill"), Need("broker", "lose-unfsynced"),)
+    #: what each kind needs of the system under test (a role and a capability over it); a kind the
+    #: chosen system cannot act out is refused before the run (`harness.registry`)
+    requires: dict[str, tuple[Need, ...]] = {
+    }
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         n = len(world.nodes) if kind == "all" else len(world.nodes) // 2 + 1

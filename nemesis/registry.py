@@ -63,13 +63,40 @@ def perf() -> dict[str, FaultPerf]:
     return {name: make().perf for name, make in FAMILIES.items()}
 
 
-def resolve(names: list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """`names` with `all` replaced by every family (in the registry's order), each name once."""
+def resolve(names: list[str] | tuple[str, ...],
+            refusal: Callable[[Family, str], str | None] | None = None) -> tuple[str, ...]:
+    """`names` with `all` replaced by every family (in the registry's order), each name once.
+
+    With `refusal` (why the system under test and the backend cannot act a kind out, or None),
+    Jepsen's rule that a fault is drawn only from what the DB supports: `all` and a family named
+    whole keep only the kinds that can be acted out (a family of which some are left is named by
+    those kinds), while a kind named alone, or a named family of which none is left, is refused in
+    one sentence, before anything starts."""
     out: list[str] = []
+
+    def add(n: str) -> None:
+        if n not in out:
+            out.append(n)
+
     for name in names:
-        for n in DEFAULT if name == ALL else (name,):
-            if n not in out:
-                out.append(n)
+        implicit = name == ALL
+        for n in DEFAULT if implicit else (name,):
+            got = split(n)
+            if refusal is None or got is None:
+                add(n)
+                continue
+            fam_name, kind = got
+            fam = FAMILIES[fam_name]()
+            kinds = [kind] if kind is not None else list(fam.kinds)
+            reasons = {k: refusal(fam, k) for k in kinds}
+            ok = [k for k in kinds if reasons[k] is None]
+            if len(ok) == len(kinds):
+                add(n)
+            elif ok and kind is None:
+                for k in ok:
+                    add(f"{fam_name}-{k}")
+            elif not implicit:
+                raise UsageError(next(r for r in reasons.values() if r is not None))
     return tuple(out)
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from kernel.capabilities import ClusterView, Killable, Net
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, Target
+from kernel.system import Need
 from nemesis.steps import Steps, cut, heal_all, key_led_elsewhere, leader_other_than, wait_for, zk_cut
 
 
@@ -36,6 +37,12 @@ class StaleOrdersFamily:
     perf: FaultPerf = FaultPerf("start-stale-orders", "stop-stale-orders", "stale orders", "#5D6D7E")
     composite: bool = True
     needs: tuple[type, ...] = (Net, Killable, ClusterView)
+    #: what every kind needs unless `requires` says more
+    requires_all: tuple[Need, ...] = (Need("controller", "net"), Need("broker", "kill"), Need("metadata-store", "net"),)
+    #: what each kind needs of the system under test (a role and a capability over it); a kind the
+    #: chosen system cannot act out is refused before the run (`harness.registry`)
+    requires: dict[str, tuple[Need, ...]] = {
+    }
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         key = rng.randrange(world.partitions)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from kernel import layout
 from kernel.capabilities import Cut
 from kernel.db import PartitionState
 from kernel.nemesis import NemesisContext, PlannedFault
@@ -56,15 +55,17 @@ class Steps:
 
     def pause(self, done: dict[str, Any], step: str, node: Node) -> None:
         """Stop `node`'s broker process (SIGSTOP on containers) as the recorded step `step`."""
-        self.ctx.pausable().pause(node, process="broker")
-        done[step] = (self.start("start-pause", {"kind": "one", "node": node.name, "process": "broker"}), [node.name])
+        process = self.ctx.process_name("broker")
+        self.ctx.pausable().pause(node, process=process)
+        done[step] = (self.start("start-pause", {"kind": "one", "node": node.name, "process": process}), [node.name])
 
     def resume(self, done: dict[str, Any], step: str) -> None:
         """Let the broker the pause step `step` stopped run again, and close the step."""
         if step in done:
             sid, names = done.pop(step)
-            self.ctx.pausable().resume(self.ctx.node(names[0]), process="broker")
-            self.stop(sid, "stop-pause", {"kind": "one", "node": names[0], "process": "broker"})
+            process = self.ctx.process_name("broker")
+            self.ctx.pausable().resume(self.ctx.node(names[0]), process=process)
+            self.stop(sid, "stop-pause", {"kind": "one", "node": names[0], "process": process})
 
     def restart(self, done: dict[str, Any], step: str, kind: str = "one") -> None:
         """Start again what the kill step `step` killed, in order, and close the step."""
@@ -82,7 +83,7 @@ def heal_all(ctx: NemesisContext, *, resume: bool = False) -> None:
     pauser = ctx.pausable() if resume else None
     for n in ctx.nodes:
         if pauser is not None:
-            pauser.resume(n, process="broker")
+            pauser.resume(n, process=ctx.process_name("broker"))
         killer.start(n)
 
 
@@ -95,7 +96,7 @@ def cut(ctx: NemesisContext, frm: Node, to: Node, *, hold: bool = False) -> dict
     """`frm` can no longer send to `to`'s broker port (its fetches and requests to `to` are dropped);
     everything else — ZooKeeper, `to`'s requests to `frm`, clients — still flows. With `hold` the
     dropped requests are only delayed: they are served when the cut lifts (see `Cut.hold`)."""
-    return _drop(ctx, "cut", Cut({to.name: [frm.name]}, ports=(layout.BROKER_PORT,), hold=hold))
+    return _drop(ctx, "cut", Cut({to.name: [frm.name]}, ports=(ctx.system.port("broker"),), hold=hold))
 
 
 def mute(ctx: NemesisContext, listener: Node, speaker: Node) -> dict[str, Any]:
@@ -103,12 +104,13 @@ def mute(ctx: NemesisContext, listener: Node, speaker: Node) -> dict[str, Any]:
     still arrive there (an asymmetric, one-connection-direction loss). A follower muted this way has
     its last fetch counted by the leader — who may then acknowledge what it fetched — but never
     learns the high watermark that fetch moved: its view of what is committed goes stale."""
-    return _drop(ctx, "mute", Cut({listener.name: [speaker.name]}, from_ports=(layout.BROKER_PORT,)))
+    return _drop(ctx, "mute", Cut({listener.name: [speaker.name]}, from_ports=(ctx.system.port("broker"),)))
 
 
 def zk_cut(ctx: NemesisContext, victim: Node) -> dict[str, Any]:
     """Every ZooKeeper server (the victim's own too) drops the victim's client traffic."""
-    return _drop(ctx, "zookeeper", Cut({n.name: [victim.name] for n in ctx.nodes}, ports=(layout.ZK_CLIENT_PORT,)))
+    port = ctx.system.port("metadata-store")
+    return _drop(ctx, "zookeeper", Cut({n.name: [victim.name] for n in ctx.nodes}, ports=(port,)))
 
 
 def uncut(ctx: NemesisContext, started: dict[str, Any]) -> None:

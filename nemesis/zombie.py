@@ -15,6 +15,7 @@ from typing import Any
 
 from kernel.capabilities import Pausable
 from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, victim
+from kernel.system import Need
 
 
 class ZombieFamily:
@@ -28,6 +29,13 @@ class ZombieFamily:
     perf: FaultPerf = FaultPerf("start-zombie", "stop-zombie", "zombie", "#8E44AD")
     composite: bool = False
     needs: tuple[type, ...] = (Pausable,)
+    #: what every kind needs unless `requires` says more
+    requires_all: tuple[Need, ...] = (Need("broker", "pause"),)
+    #: what each kind needs of the system under test (a role and a capability over it); a kind the
+    #: chosen system cannot act out is refused before the run (`harness.registry`)
+    requires: dict[str, tuple[Need, ...]] = {
+        "controller": (Need("controller", "pause"),),
+    }
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         target = victim(kind, rng, world)
@@ -36,14 +44,14 @@ class ZombieFamily:
 
     async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
         hit = ctx.resolve(fault.targets["victim"])
-        ctx.pausable().pause(hit.node, process="broker")
+        ctx.pausable().pause(hit.node, process=ctx.process_name("broker"))
         return {"kind": fault.kind, "node": hit.node.name, "targets": {"victim": hit.to_json()}}
 
     async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
-        ctx.pausable().resume(ctx.node(started["node"]), process="broker")
+        ctx.pausable().resume(ctx.node(started["node"]), process=ctx.process_name("broker"))
         return {"kind": fault.kind, "node": started["node"], "resumed": True}
 
     def heal(self, ctx: NemesisContext) -> None:
         db = ctx.pausable()
         for n in ctx.nodes:
-            db.resume(n, process="broker")
+            db.resume(n, process=ctx.process_name("broker"))

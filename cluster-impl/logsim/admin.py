@@ -1,5 +1,5 @@
 """`SimAdmin`: the operator's ZooKeeper handle on the model — what the harness's kazoo client does in a
-container run (`harness/db/logbroker.py`: `request_reassignment`, `request_preferred_election`,
+container run (`harness/systems/logbroker/db.py`: `request_reassignment`, `request_preferred_election`,
 `assignment`), through the same admin paths of seed 003 (`logbroker.coord.paths`).
 
 Model: the operator's client runs on the control host, which a partition never cuts off, so it

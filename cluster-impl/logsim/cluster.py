@@ -29,7 +29,7 @@ from logsim.rng import Streams
 from logsim.rng import streams as rng_streams
 from logsim.zookeeper import ZooKeeperModel
 
-#: broker settings of a simulated cluster (as the container deployment's, harness/db/logbroker.py)
+#: broker settings of a simulated cluster (as the container deployment's, harness/systems/logbroker/db.py)
 SIM_DEFAULTS = {
     "auto.create.topics.enable": "false",
     "offsets.topic.num.partitions": "3",

@@ -11,7 +11,7 @@ machine against `--jobs 2`, written to bench-results/fleet.json.
 - A worker killed mid-search: the same range again on the cluster, one worker's JVM (and so its
   executor) killed with SIGKILL after `--kill-after` seconds; the search must still finish with
   every seed once and the same verdicts.
-- Every bug switch from seed 1 (the targeted mixes of cluster-impl/bench/sim.py), time to detect
+- Every bug switch from seed 1 (the targeted mixes of harness/bench/sim.py), time to detect
   through `--spark-master` beside `--jobs 2`.
 - The driver's side: bytes of a result row, memory of 10^6 seeds' verdicts on the driver, and the
   driver's cost per task (an empty job of many tasks) — where the driver becomes the limit.
@@ -147,11 +147,11 @@ def driver_side(master: str) -> dict[str, Any]:
 
 
 def _sim_bench_targets() -> dict[str, tuple[str, float, float]]:
-    """The fault mix per bug switch of `make bench-sim` (cluster-impl/bench/sim.py) that catches it
+    """The fault mix per bug switch of `make bench-sim` (harness/bench/sim.py) that catches it
     from seed 1, read from there so the two benchmarks time the same searches: its targeted
     families, except local-isr-shrink, which only its composition catches (with KIP-966's strict min
     ISR a leader alone in its ISR no longer advances its HW; docs/measurements.md)."""
-    spec = importlib.util.spec_from_file_location("bench_sim", ROOT / "cluster-impl" / "bench" / "sim.py")
+    spec = importlib.util.spec_from_file_location("bench_sim", ROOT / "harness" / "bench" / "sim.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

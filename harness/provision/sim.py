@@ -31,7 +31,8 @@ from logsim.cluster import probe_registry as probe_registry  # the harness's one
 from logsim.group import SimGroupConsumer
 from logsim.txn_client import SimTxnProducer
 
-from kernel import layout
+from harness.systems.logbroker import layout as bl
+from harness.systems.logbroker.decl import DECL
 from kernel.capabilities import Cut
 from kernel.db import OPEN_TXN_STATES, Cluster, LeaderEnd, LeaderView, PartitionState, StableEnd, recovered
 from kernel.node import Node, node_names
@@ -44,11 +45,11 @@ T = TypeVar("T")
 SETTLE_S = 5.0  # brokers register and elect a controller before the topic is made
 TOPIC_TIMEOUT_S = 60.0
 FETCH_COMMITTED_TIMEOUT_S = 2.0  # as the container client's: an OffsetFetch that takes longer is left out
-ZK_PORTS = {layout.ZK_CLIENT_PORT, layout.ZK_PEER_PORT, layout.ZK_ELECTION_PORT}
+ZK_PORTS = {bl.ZK_CLIENT_PORT, bl.ZK_PEER_PORT, bl.ZK_ELECTION_PORT}
 
 
 def broker_settings(spec: RunSpec) -> dict[str, str]:
-    """What `harness.db.logbroker.broker_properties` gives a container broker (the same
+    """What `harness.systems.logbroker.db.broker_properties` gives a container broker (the same
     `flush.messages=1`: acks=all promises durability only if every acknowledged record is on disk)."""
     return {"min.insync.replicas": str(spec.min_insync), "num.partitions": str(spec.partitions),
             "default.replication.factor": str(min(spec.replication_factor, spec.nodes)),
@@ -82,6 +83,8 @@ class SimProvisioner:
 
 class SimDB:
     """The simulated cluster, made at `setup` and gone at `teardown` (see the module docstring)."""
+
+    system = DECL
 
     def __init__(self, spec: RunSpec) -> None:
         self.spec = spec
@@ -124,7 +127,7 @@ class SimDB:
         return None
 
     def client_address(self, node: Node) -> str:
-        return f"{node.name}:{layout.BROKER_PORT}"
+        return f"{node.name}:{bl.BROKER_PORT}"
 
     def recovered(self, topic: str, partitions: int, replication_factor: int) -> bool:
         return recovered(self, topic, partitions, replication_factor)

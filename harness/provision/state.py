@@ -19,7 +19,7 @@ from kernel.names import check_name, remove_inside
 from kernel.node import Node
 
 #: the files a cluster's state directory holds; `remove` deletes these and nothing else
-STATE_FILES = ("id_ed25519", "id_ed25519.pub", "known_hosts", "nodes.json", "nodes.json.tmp")
+STATE_FILES = ("id_ed25519", "id_ed25519.pub", "known_hosts", "nodes.json", "nodes.json.tmp", "system")
 
 
 def chaos_home() -> Path:
@@ -88,6 +88,18 @@ class ClusterState:
         except (ValueError, KeyError, TypeError, OSError) as e:
             raise EnvironmentProblem(f"{self.nodes_file} is unreadable ({type(e).__name__}); "
                                      f"remove it with `chaos cluster down --name {self.name}`") from None
+
+    def save_system(self, system: str) -> None:
+        """Which system under test the last run deployed here (`chaos heal` attaches to that one)."""
+        if self.dir.is_dir():
+            (self.dir / "system").write_text(system + "\n")
+
+    def system(self) -> str | None:
+        """The system saved by `save_system`, or None (a cluster brought up by hand)."""
+        try:
+            return (self.dir / "system").read_text().strip() or None
+        except OSError:
+            return None
 
     def remove(self) -> None:
         """Delete the files the harness made for this cluster (and the directory if that empties it)."""

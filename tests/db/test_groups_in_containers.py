@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from harness.db.logbroker import LogbrokerDB
-from harness.db.settings import BrokerSettings
+from harness.systems.logbroker.db import LogbrokerDB
+from harness.systems.logbroker.settings import BrokerSettings
 from kernel.db import Cluster
 from tests.conftest import until
 

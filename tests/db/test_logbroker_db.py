@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from harness.db.logbroker import LogbrokerDB
-from harness.db.settings import BrokerSettings
+from harness.systems.logbroker.db import LogbrokerDB
+from harness.systems.logbroker.settings import BrokerSettings
 from kernel.db import Cluster
 
 pytestmark = pytest.mark.docker

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.db.logbroker import LogbrokerDB
-from harness.db.settings import BrokerSettings
+from harness.systems.logbroker.db import LogbrokerDB
+from harness.systems.logbroker.settings import BrokerSettings
 from kernel.db import Cluster
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cluster-impl" / "tests"))

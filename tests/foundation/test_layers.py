@@ -5,10 +5,12 @@ blocks are skipped) and fails on:
 - an import cycle between top-level packages, or between `harness/`'s own modules and subpackages;
 - the ground floor (`kernel`) importing any other package of ours;
 - a part (`workloads`, `nemesis`, `results`) importing anything of ours but `kernel`;
-- the orchestrator (every module of `harness/` but the registry, the DB adapters, the node image and
-  the benchmarks: `run`, `phases`, `pool`, `sim_search`, `nightly`, `detect`, `provision.*`, the
-  CLIs, ...) importing a concrete workload, DB adapter, fault family or checker — those arrive
-  through `harness.registry` or the `Test` record;
+- the orchestrator (every module of `harness/` but the registry, the DB adapters, the systems under
+  test, the node image and the benchmarks: `run`, `phases`, `pool`, `sim_search`, `nightly`,
+  `detect`, `provision.*`, the CLIs, ...) importing a concrete workload, DB adapter, system, fault
+  family or checker — those arrive through `harness.registry` or the `Test` record (a system's
+  declaration and paths are data, which the simulator's adapter of our broker reads);
+- the ground floor naming a system under test (ZooKeeper, logbroker) in any file, in any case;
 - any import of `logbroker` outside `cluster-impl/`, and any import of the simulator (`logsim`)
   outside its one adapter, `harness/provision/sim.py` (and `cluster-impl/`).
 """
@@ -24,10 +26,11 @@ import networkx as nx
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("kernel", "harness", "workloads", "nemesis", "results")
 PARTS = ("workloads", "nemesis", "results")
-ORCHESTRATOR = re.compile(r"^harness\.(?!registry$|db\b|image\b|bench\b)[\w.]+$")
+ORCHESTRATOR = re.compile(r"^harness\.(?!registry$|db\b|systems\b|image\b|bench\b)[\w.]+$")
 SIM_ADAPTER = "harness/provision/sim.py"
 CONCRETE = re.compile(
-    r"^(workloads\.(?!registry$)\w+|harness\.db\.\w+|results\.(check|checker)|nemesis\.(?!registry$|runner$)\w+)$"
+    r"^(workloads\.(?!registry$)\w+|harness\.db\.\w+|harness\.systems\.\w+\.(?!decl$|layout$)\w+|"
+    r"results\.(check|checker)|nemesis\.(?!registry$|runner$)\w+)$"
 )
 
 
@@ -158,7 +161,33 @@ def test_every_orchestrator_module_is_held_to_the_registry_rule() -> None:
     held = {m for m in MODULES if ORCHESTRATOR.match(m)}
     assert {"harness.run", "harness.phases", "harness.pool", "harness.sim_search", "harness.nightly",
             "harness.detect", "harness.provision.sim", "harness.provision.docker", "harness.run_cli"} <= held
-    assert "harness.registry" not in held and "harness.db.logbroker" not in held
+    assert "harness.registry" not in held and "harness.systems.logbroker.db" not in held
+
+
+def test_the_ground_floor_names_no_system_under_test() -> None:
+    """kernel/ says what Kafka's protocol says (leader, epoch, ISR, controller); ZooKeeper and our
+    broker live with their system (harness/systems/logbroker/). Every file, comments included."""
+    bad = []
+    for path in sorted((ROOT / "kernel").rglob("*")):
+        if path.is_file() and path.suffix in (".py", ".md", ".toml", ".txt"):
+            for i, line in enumerate(path.read_text().splitlines(), 1):
+                if re.search(r"zoo_?keeper|logbroker|\bzk\b|\bzk_", line, re.IGNORECASE):
+                    bad.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
+    assert not bad, "the ground floor names a system:\n" + "\n".join(bad)
+
+
+def test_cluster_impl_imports_nothing_of_the_harness() -> None:
+    """The system under test is installable on its own: no module of cluster-impl/ (its benchmarks
+    included; its tests drive the harness on purpose) imports a package of ours."""
+    bad = []
+    for path in sorted((ROOT / "cluster-impl").rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        if "tests" in rel.parts or "build" in rel.parts:
+            continue
+        for n in _imports(path):
+            if n.split(".")[0] in PACKAGES:
+                bad.append(f"{rel.as_posix()} imports {n}")
+    assert not bad, "\n".join(bad)
 
 
 def test_the_harness_and_the_broker_agree_on_the_zookeeper_layout() -> None:
@@ -173,7 +202,7 @@ def test_the_harness_and_the_broker_agree_on_the_zookeeper_layout() -> None:
                     out[target.id] = node.value.value
         return out
 
-    ours = constants(ROOT / "harness" / "db" / "zk_layout.py")
+    ours = constants(ROOT / "harness" / "systems" / "logbroker" / "zk_layout.py")
     theirs = constants(ROOT / "cluster-impl" / "logbroker" / "coord" / "paths.py")
     assert ours, "no constants read"
     for name, value in ours.items():

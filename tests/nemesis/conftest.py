@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.db.logbroker import LogbrokerDB
-from harness.db.settings import BrokerSettings
+from harness.systems.logbroker.db import LogbrokerDB
+from harness.systems.logbroker.settings import BrokerSettings
 from kernel.db import Cluster
 
 #: short timeouts, so a composition's waits fit a test; no fsync of the brokers' own (Kafka's default),

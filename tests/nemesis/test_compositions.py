@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from harness.db.logbroker import LogbrokerDB
 from harness.phases import wait_recovered
+from harness.systems.logbroker import layout as bl
+from harness.systems.logbroker.db import LogbrokerDB
 from kernel import layout
 from kernel.db import Cluster
 from kernel.nemesis import NemesisContext, PlannedFault, PlanWorld
@@ -36,12 +37,12 @@ def _broker_logs(cluster: Cluster, lines: int = 60) -> str:
     transaction log alone) are left out: they filled the whole tail, and the controller's and the
     warnings' lines that explain a failure were cut off (a CI failure of power-loss showed nothing)."""
     noise = r"(manager: \S+: (leader|follower) (of|at)|coordinator: \S+: loaded)"
-    state = (f"echo \"broker pid: $(cat {layout.BROKER_PIDFILE} 2>/dev/null || echo none)"
-             f" alive: $(kill -0 $(cat {layout.BROKER_PIDFILE} 2>/dev/null) 2>/dev/null && echo yes || echo no)"
-             f" data mounted: $(mountpoint -q {layout.BROKER_DATA} && echo yes || echo no)\"; "
+    state = (f"echo \"broker pid: $(cat {bl.BROKER_PIDFILE} 2>/dev/null || echo none)"
+             f" alive: $(kill -0 $(cat {bl.BROKER_PIDFILE} 2>/dev/null) 2>/dev/null && echo yes || echo no)"
+             f" data mounted: $(mountpoint -q {bl.BROKER_DATA} && echo yes || echo no)\"; "
              f"tail -n 5 {layout.LAZYFS_LOG} 2>/dev/null; ")
     return "\n".join(f"--- {n.name}\n" + cluster.remotes[n.name].exec(
-        state + f"grep -Ev '{noise}' {layout.BROKER_LOG} | tail -n {lines}", check=False).stdout
+        state + f"grep -Ev '{noise}' {bl.BROKER_LOG} | tail -n {lines}", check=False).stdout
         for n in cluster.nodes)
 
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from harness.db import zk_layout as zkp
-from harness.db.logbroker import LogbrokerDB
 from harness.phases import wait_recovered
-from kernel import layout
+from harness.systems.logbroker import layout as bl
+from harness.systems.logbroker import zk_layout as zkp
+from harness.systems.logbroker.db import LogbrokerDB
 from kernel.db import Cluster
 from kernel.nemesis import NemesisContext, PlannedFault, Target
 from nemesis.registry import FAMILIES
@@ -55,8 +55,8 @@ def _play(name: str, kind: str, victim: Target, db: LogbrokerDB, cluster: Cluste
 def test_lazyfs_forgets_what_was_not_fsynced(deployed: tuple[LogbrokerDB, Cluster]) -> None:
     db, cluster = deployed
     r = cluster.remotes["n3"]
-    assert r.exec(f"mountpoint -q {layout.BROKER_DATA} && echo mounted").stdout.strip() == "mounted"
-    f = f"{layout.BROKER_DATA}/probe.txt"
+    assert r.exec(f"mountpoint -q {bl.BROKER_DATA} && echo mounted").stdout.strip() == "mounted"
+    f = f"{bl.BROKER_DATA}/probe.txt"
     r.exec(f"python3 -c \"import os; fd=os.open('{f}', os.O_CREAT|os.O_WRONLY, 0o644); os.write(fd, b'synced;'); "
            f"os.fsync(fd); os.write(fd, b'unsynced'); os.close(fd)\"")
     assert r.exec(f"cat {f}").stdout == "synced;unsynced"
@@ -87,9 +87,9 @@ def test_disk_loss_brings_the_broker_back_empty_and_it_is_handled_once(deployed:
     ops, started, stopped = _play("disk-loss", "one", Target.of_node("n2"), db, cluster)
     assert started["wiped"] == "n2" and [f for f, _, _ in ops] == ["start-kill", "stop-kill"]
     r = cluster.remotes["n2"]
-    log = r.exec(f"cat {layout.BROKER_LOG}").stdout
+    log = r.exec(f"cat {bl.BROKER_LOG}").stdout
     assert "registering as a broker without its data" in log
-    assert "broker.id=2" in r.exec(f"cat {layout.BROKER_DATA}/meta.properties").stdout  # claimed anew
+    assert "broker.id=2" in r.exec(f"cat {bl.BROKER_DATA}/meta.properties").stdout  # claimed anew
     zk = db._client()
     data, stat = zk.get(f"{zkp.BROKER_IDS}/2")
     incarnation = json.loads(data).get("lost_data")

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.db.logbroker import LogbrokerDB
-from harness.db.settings import BrokerSettings
 from harness.runtime import ThreadRuntime
-from kernel import layout
+from harness.systems.logbroker import layout as bl
+from harness.systems.logbroker.db import LogbrokerDB
+from harness.systems.logbroker.settings import BrokerSettings
 from kernel.db import Cluster
 from kernel.history import HistoryWriter
 from kernel.nemesis import NemesisContext, PlannedFault, Target
@@ -61,11 +61,11 @@ def test_partition_one_cuts_broker_and_zookeeper_ports_until_heal(ctx: NemesisCo
     fam, started = _run_fault(ctx, PlannedFault(0, "partition", "one", 0, 1, {"victim": Target.of_node("n3")}))
     assert started["grudge"]["n3"] == ["n1", "n2"]
     r3 = _r(ctx, "n3")
-    for port in (layout.BROKER_PORT, layout.ZK_CLIENT_PORT):
+    for port in (bl.BROKER_PORT, bl.ZK_CLIENT_PORT):
         assert r3.exec(PROBE.format(ip=n1.ip, port=port)).stdout.strip() == "closed"
         assert _r(ctx, "n1").exec(PROBE.format(ip=n3.ip, port=port)).stdout.strip() == "closed"
     fam.heal(ctx)  # type: ignore[attr-defined]
-    for port in (layout.BROKER_PORT, layout.ZK_CLIENT_PORT):
+    for port in (bl.BROKER_PORT, bl.ZK_CLIENT_PORT):
         assert r3.exec(PROBE.format(ip=n1.ip, port=port)).stdout.strip() == "open"
 
 
@@ -88,10 +88,10 @@ def test_pause_longer_than_session_timeout_expires_the_session(ctx: NemesisConte
 def _broker_log_time(ctx: NemesisContext, node: str) -> float:
     """Make the broker log a line now (a malformed frame), and read the wall-clock time it stamped."""
     n = ctx.node(node)
-    with socket.create_connection((n.ip, layout.BROKER_PORT), timeout=5) as s:
+    with socket.create_connection((n.ip, bl.BROKER_PORT), timeout=5) as s:
         s.sendall(b"\xff\xff\xff\xff")
     time.sleep(0.5)
-    line = [ln for ln in _r(ctx, node).exec(f"tail -n 50 {layout.BROKER_LOG}").stdout.splitlines()
+    line = [ln for ln in _r(ctx, node).exec(f"tail -n 50 {bl.BROKER_LOG}").stdout.splitlines()
             if "closing connection" in ln][-1]
     stamp = re.match(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)", line).group(1)  # type: ignore[union-attr]
     return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
@@ -162,7 +162,7 @@ def _wait(pred, timeout: float, what: str, ctx: NemesisContext | None = None):  
     logs = ""
     for n in (ctx.nodes if ctx is not None else []):
         tail = _r(ctx, n.name).exec(  # type: ignore[union-attr]
-            f"grep -E 'chaos-0|controller|reassign|stop' {layout.BROKER_LOG} | grep -v kazoo | tail -25", check=False)
+            f"grep -E 'chaos-0|controller|reassign|stop' {bl.BROKER_LOG} | grep -v kazoo | tail -25", check=False)
         logs += f"\n--- {n.name}\n{tail.stdout}"
     raise AssertionError(f"timed out waiting for {what}{logs}")
 
@@ -191,7 +191,7 @@ def test_move_reassigns_a_partition_then_elects_its_preferred_leader(ctx: Nemesi
     _wait(lambda: (lambda s: s is not None and sorted(n.name for n in s.isr) == sorted(target))(
         db.partition("chaos", 0)), 30, "ISR", ctx)
     # StopReplica goes out after the move is recorded, so the deletion may trail it a little
-    _wait(lambda: _r(ctx, old_names[1]).exec(f"test -d {layout.BROKER_DATA}/chaos-0", check=False).exit_status,
+    _wait(lambda: _r(ctx, old_names[1]).exec(f"test -d {bl.BROKER_DATA}/chaos-0", check=False).exit_status,
           30, "the removed replica's log to be deleted", ctx)
     stopped = asyncio.run(fam.stop(ctx, PlannedFault(0, "move", "reassign", 0, 1, {}, params), started))  # type: ignore[attr-defined]
     assert stopped["assignment"]["replicas"] == target

@@ -231,7 +231,7 @@ class Controller:
         """Record that these lost-data processes are handled (after their ISR changes are written).
         Recorded with `lost-disk-in-isr` too, where handling is ignoring: the record says that a
         controller has processed that registration, which is what an observer waiting for the
-        cluster to settle after a restart needs (`harness.db.logbroker.restarts_registered`) — and
+        cluster to settle after a restart needs (`harness.systems.logbroker.db.restarts_registered`) — and
         what it must not wait for forever under the bug."""
         for b, incarnation in sorted(lost.items()):
             if self.state is not None:

@@ -13,7 +13,9 @@ time `chaos sim-search` needs to catch each bug switch.
   no `--nemesis`). Next to it the container numbers of `chaos detect`, when
   `bench-results/detect.json` exists.
 
-    python cluster-impl/bench/sim.py --out bench-results/sim.json
+    python -m harness.bench.sim --out bench-results/sim.json
+
+(It drives the harness over our broker, so it lives with the harness: cluster-impl/ imports nothing of it.)
 """
 
 from __future__ import annotations
@@ -28,13 +30,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "cluster-impl")]
+from harness.registry import build_test
+from harness.run import run
+from harness.sim_search import search
+from kernel.spec import build_spec
 
-from harness.registry import build_test  # noqa: E402
-from harness.run import run  # noqa: E402
-from harness.sim_search import search  # noqa: E402
-from kernel.spec import build_spec  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 #: the faults that re-create each switch's scenario on the simulator: (families, interval s, time limit s);
 #: a lagging follower must lag past replica.lag.time.max.ms (10 s), stale orders outlast sessions

@@ -8,6 +8,7 @@ widen the upper bound explicitly) and pauses longer than the session timeout exp
 
 from __future__ import annotations
 
+from harness.systems.logbroker import layout as bl
 from kernel import layout
 from kernel.node import Node
 
@@ -19,8 +20,8 @@ def zoo_cfg(nodes: list[Node]) -> str:
         f"tickTime={TICK_MS}",
         "initLimit=20",
         "syncLimit=10",
-        f"dataDir={layout.ZK_DATA}",
-        f"clientPort={layout.ZK_CLIENT_PORT}",
+        f"dataDir={bl.ZK_DATA}",
+        f"clientPort={bl.ZK_CLIENT_PORT}",
         "maxClientCnxns=0",
         f"minSessionTimeout={2 * TICK_MS}",
         "maxSessionTimeout=60000",
@@ -29,7 +30,7 @@ def zoo_cfg(nodes: list[Node]) -> str:
         "autopurge.purgeInterval=0",
     ]
     for i, node in enumerate(nodes, start=1):
-        lines.append(f"server.{i}={node.ip}:{layout.ZK_PEER_PORT}:{layout.ZK_ELECTION_PORT}")
+        lines.append(f"server.{i}={node.ip}:{bl.ZK_PEER_PORT}:{bl.ZK_ELECTION_PORT}")
     return "\n".join(lines) + "\n"
 
 
@@ -42,16 +43,16 @@ def start_command() -> str:
     """A shell command that starts ZooKeeper detached and records its pid (no-op if it runs)."""
     return (
         f"mkdir -p {layout.RUN_DIR} {layout.LOG_DIR}; "
-        f"if [ -f {layout.ZK_PIDFILE} ] && kill -0 $(cat {layout.ZK_PIDFILE}) 2>/dev/null; then exit 0; fi; "
+        f"if [ -f {bl.ZK_PIDFILE} ] && kill -0 $(cat {bl.ZK_PIDFILE}) 2>/dev/null; then exit 0; fi; "
         f"setsid nohup java -Xms64m -Xmx192m -XX:+UseSerialGC -Dzookeeper.4lw.commands.whitelist='*' "
-        f"-cp {layout.ZK_CLASSPATH} org.apache.zookeeper.server.quorum.QuorumPeerMain {layout.ZK_CONFIG} "
-        f">>{layout.ZK_LOG} 2>&1 < /dev/null & echo $! > {layout.ZK_PIDFILE}"
+        f"-cp {bl.ZK_CLASSPATH} org.apache.zookeeper.server.quorum.QuorumPeerMain {bl.ZK_CONFIG} "
+        f">>{bl.ZK_LOG} 2>&1 < /dev/null & echo $! > {bl.ZK_PIDFILE}"
     )
 
 
 def probe_command(word: str = "srvr") -> str:
     """Ask the local server a four-letter word over bash's /dev/tcp (no netcat needed in the image)."""
     return (
-        f"exec 3<>/dev/tcp/127.0.0.1/{layout.ZK_CLIENT_PORT} && printf {word} >&3 && "
+        f"exec 3<>/dev/tcp/127.0.0.1/{bl.ZK_CLIENT_PORT} && printf {word} >&3 && "
         "timeout 3 cat <&3"
     )

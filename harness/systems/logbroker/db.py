@@ -24,13 +24,17 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harness.db import zk_layout as zkp
-from harness.db import zookeeper
+from harness.db import faketime, kafka_admin, lazyfs, pidfile
+from harness.db.api_versions import api_keys
 from harness.db.iptables import IptablesNet
 from harness.db.metadata_views import leader_views
 from harness.db.offsets import leader_ends, stable_ends
-from harness.db.settings import BrokerSettings
 from harness.db.transactions import open_transactions
+from harness.systems.logbroker import layout as bl
+from harness.systems.logbroker import zk_layout as zkp
+from harness.systems.logbroker import zookeeper
+from harness.systems.logbroker.decl import DECL
+from harness.systems.logbroker.settings import BrokerSettings
 from kernel import layout
 from kernel.capabilities import Cut
 from kernel.db import Cluster, LeaderEnd, LeaderView, PartitionState, StableEnd, recovered
@@ -46,9 +50,6 @@ def _reason(e: BaseException) -> str:
     return str(e) or type(e).__name__
 
 PROCESSES = ("broker", "zookeeper")
-_QUIET = logging.getLogger("chaos.librdkafka.admin")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
 
 
 def broker_id(nodes: list[Node], node: Node) -> int:
@@ -57,12 +58,12 @@ def broker_id(nodes: list[Node], node: Node) -> int:
 
 def broker_properties(nodes: list[Node], node: Node, settings: BrokerSettings) -> str:
     """The broker's config file: Kafka's key names, so operators read it without a glossary."""
-    zk = ",".join(f"{n.ip}:{layout.ZK_CLIENT_PORT}" for n in nodes)
+    zk = ",".join(f"{n.ip}:{bl.ZK_CLIENT_PORT}" for n in nodes)
     props: dict[str, str] = {
         "broker.id": str(broker_id(nodes, node)),
-        "listeners": f"PLAINTEXT://0.0.0.0:{layout.BROKER_PORT}",
+        "listeners": f"PLAINTEXT://0.0.0.0:{bl.BROKER_PORT}",
         "advertised.host": node.ip,
-        "log.dirs": layout.BROKER_DATA,
+        "log.dirs": bl.BROKER_DATA,
         "num.partitions": str(settings.partitions),
         "default.replication.factor": str(min(settings.replication_factor, len(nodes))),
         "min.insync.replicas": str(settings.min_insync_replicas),
@@ -76,16 +77,12 @@ def broker_properties(nodes: list[Node], node: Node, settings: BrokerSettings) -
         # add 150 replicas to every failover's elections for offsets no assign-mode check reads
         "offsets.topic.num.partitions": "3",
         "offsets.topic.replication.factor": str(min(3, len(nodes))),
-        "probes.dir": layout.BROKER_PROBES,
+        "probes.dir": bl.BROKER_PROBES,
     }
     if settings.flush_messages is not None:
         props["flush.messages"] = str(settings.flush_messages)
     props.update(settings.extra)
     return "".join(f"{k}={v}\n" for k, v in props.items())
-
-
-def _pid_alive_cmd(pidfile: str) -> str:
-    return f"[ -f {pidfile} ] && kill -0 $(cat {pidfile}) 2>/dev/null && cat {pidfile}"
 
 
 @functools.cache
@@ -111,6 +108,8 @@ def check_bugs(names: tuple[str, ...]) -> None:
 class LogbrokerDB:
     """Implements DB, Killable, Pausable, HasLogFiles, HasReplicaDumps, ClusterView, Reassignable
     (Admin), and the fault capabilities Net (iptables), Clock (libfaketime) and Disk (lazyfs)."""
+
+    system = DECL
 
     def __init__(self, settings: BrokerSettings) -> None:
         self.settings = settings
@@ -139,13 +138,20 @@ class LogbrokerDB:
         return broker_id(self.nodes, node)
 
     def client_address(self, node: Node) -> str:
-        return f"{node.ip}:{layout.BROKER_PORT}"
+        return f"{node.ip}:{bl.BROKER_PORT}"
+
+    def deployed(self, node: Node) -> bool:
+        """Whether a broker was deployed on `node` (its config file exists): `chaos heal` restarts only those."""
+        return self._r(node).exec(f"test -f {bl.BROKER_CONFIG}", check=False).ok
+
+    def api_keys(self, node: Node) -> set[int] | str:
+        return api_keys(self.client_address(node))
 
     def bootstrap_servers(self) -> str:
         return ",".join(self.client_address(n) for n in self.nodes)
 
     def zk_connect(self) -> str:
-        return ",".join(f"{n.ip}:{layout.ZK_CLIENT_PORT}" for n in self.nodes)
+        return ",".join(f"{n.ip}:{bl.ZK_CLIENT_PORT}" for n in self.nodes)
 
     # --- DB ------------------------------------------------------------------------------------
     def setup(self, cluster: Cluster, *, timeout: float = 90.0) -> None:
@@ -158,23 +164,8 @@ class LogbrokerDB:
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int, *, timeout: float = 60.0) -> None:
         """Create the topic through Kafka's admin API, then wait until every partition has a leader."""
-        from confluent_kafka.admin import AdminClient, NewTopic
-
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers(), "logger": _QUIET})  # type: ignore[dict-item]
-        deadline = time.monotonic() + timeout
-        while len(admin.list_topics(timeout=10).brokers) < len(self.nodes):
-            if time.monotonic() > deadline:
-                raise ProvisionError("not every broker joined the cluster in time")
-            time.sleep(0.3)
-        for f in admin.create_topics([NewTopic(topic, partitions, replication_factor)]).values():
-            try:
-                f.result(30)
-            except Exception as e:  # KafkaException: the broker refused; say what it said
-                raise ProvisionError(f"creating topic {topic} failed: {e}") from None
-        while any(self.leader(topic, p) is None for p in range(partitions)):
-            if time.monotonic() > deadline:
-                raise ProvisionError(f"topic {topic} got no leaders in time")
-            time.sleep(0.3)
+        kafka_admin.create_topic(self.bootstrap_servers(), len(self.nodes), topic, partitions, replication_factor,
+                                 lambda p: self.leader(topic, p) is not None, timeout=timeout)
 
     def recovered(self, topic: str, partitions: int, replication_factor: int) -> bool:
         return recovered(self, topic, partitions, replication_factor)
@@ -292,7 +283,7 @@ class LogbrokerDB:
             self.start(node)
         deadline = time.monotonic() + timeout
         for node in self.nodes:
-            self._wait_port(node, layout.BROKER_PORT, deadline)
+            self._wait_port(node, bl.BROKER_PORT, deadline)
         self._wait_brokers_registered(deadline)
         self._wait_metadata(deadline)
 
@@ -319,32 +310,29 @@ class LogbrokerDB:
         self.kill_zookeeper(node)
         self._unmount_disk(node)
         self._r(node).exec(
-            f"rm -rf {layout.BROKER_DATA} {layout.BROKER_DISK} {layout.ZK_DATA} {layout.BROKER_PROBES} "
-            f"/dev/shm/faketime_shm_* ; "
-            f"echo +0 > {layout.FAKETIME_FILE}",
+            f"rm -rf {bl.BROKER_DATA} {bl.BROKER_DISK} {bl.ZK_DATA} {bl.BROKER_PROBES}; {faketime.reset_cmd()}",
             timeout=30,
         )
 
     def _install_configs(self, node: Node) -> None:
         r = self._r(node)
-        r.exec(f"mkdir -p /etc/chaos {layout.LOG_DIR} {layout.RUN_DIR} {layout.BROKER_DATA} {layout.BROKER_DISK} "
-               f"{layout.ZK_DATA}")
+        r.exec(f"mkdir -p /etc/chaos {layout.LOG_DIR} {layout.RUN_DIR} {bl.BROKER_DATA} {bl.BROKER_DISK} "
+               f"{bl.ZK_DATA}")
         self._mount_disk(node)
-        r.put(layout.ZK_CONFIG, zookeeper.zoo_cfg(self.nodes).encode())
-        r.put(f"{layout.ZK_DATA}/myid", f"{zookeeper.myid(self.nodes, node)}\n".encode())
-        r.put(layout.BROKER_CONFIG, broker_properties(self.nodes, node, self.settings).encode())
+        r.put(bl.ZK_CONFIG, zookeeper.zoo_cfg(self.nodes).encode())
+        r.put(f"{bl.ZK_DATA}/myid", f"{zookeeper.myid(self.nodes, node)}\n".encode())
+        r.put(bl.BROKER_CONFIG, broker_properties(self.nodes, node, self.settings).encode())
         r.exec(f"[ -f {layout.FAKETIME_FILE} ] || echo +0 > {layout.FAKETIME_FILE}")
 
     # --- processes -----------------------------------------------------------------------------
     def _pidfile(self, process: str) -> str:
         if process not in PROCESSES:
             raise ValueError(f"unknown process {process!r}; expected one of {PROCESSES}")
-        return layout.BROKER_PIDFILE if process == "broker" else layout.ZK_PIDFILE
+        return bl.BROKER_PIDFILE if process == "broker" else bl.ZK_PIDFILE
 
     def pid(self, node: Node, process: str = "broker") -> int | None:
-        res = self._r(node).exec(_pid_alive_cmd(self._pidfile(process)), check=False, timeout=15)
-        out = res.stdout.strip()
-        return int(out) if res.ok and out.isdigit() else None
+        res = self._r(node).exec(pidfile.alive_cmd(self._pidfile(process)), check=False, timeout=15)
+        return pidfile.parse_pid(res.stdout, res.ok)
 
     def broker_pid(self, node: Node) -> int | None:
         return self.pid(node, "broker")
@@ -360,7 +348,7 @@ class LogbrokerDB:
         if registered is not None:  # unknown: any registration will do, as before
             self._restarting[self.broker_id(node)] = registered.get(self.broker_id(node))
         bugs = " ".join(f"--bug {shlex.quote(b)}" for b in self.settings.bugs)
-        self._r(node).exec(f"rm -f {layout.BROKER_PIDFILE}; {layout.START_BROKER} {bugs}", timeout=30)
+        self._r(node).exec(f"rm -f {bl.BROKER_PIDFILE}; {bl.START_BROKER} {bugs}", timeout=30)
 
     def kill(self, node: Node) -> None:
         self._kill(node, "broker")
@@ -372,19 +360,7 @@ class LogbrokerDB:
         self._kill(node, "zookeeper")
 
     def _kill(self, node: Node, process: str) -> None:
-        """SIGKILL (after SIGCONT, so a paused process dies too), wait until it is gone, drop its pid file.
-
-        libfaketime leaves /dev/shm/faketime_shm_* behind when its process is killed; remove the ones
-        whose owner is dead.
-        """
-        pidfile = self._pidfile(process)
-        self._r(node).exec(
-            f"if [ -f {pidfile} ]; then p=$(cat {pidfile}); kill -CONT $p 2>/dev/null; kill -KILL $p 2>/dev/null; "
-            f"for i in $(seq 50); do kill -0 $p 2>/dev/null || break; sleep 0.1; done; rm -f {pidfile}; fi; "
-            "for f in /dev/shm/faketime_shm_*; do [ -e \"$f\" ] || continue; "
-            "p=${f##*_}; kill -0 \"$p\" 2>/dev/null || rm -f \"$f\"; done; true",
-            timeout=30,
-        )
+        self._r(node).exec(pidfile.kill_cmd(self._pidfile(process)), timeout=30)
 
     def pause(self, node: Node, *, process: str = "broker") -> None:
         self._signal(node, process, "STOP")
@@ -393,48 +369,24 @@ class LogbrokerDB:
         self._signal(node, process, "CONT")
 
     def _signal(self, node: Node, process: str, sig: str) -> None:
-        pidfile = self._pidfile(process)
-        self._r(node).exec(f"[ -f {pidfile} ] && kill -{sig} $(cat {pidfile}) 2>/dev/null; true", timeout=15)
+        self._r(node).exec(pidfile.signal_cmd(self._pidfile(process), sig), timeout=15)
 
-    # --- Disk: the broker's data directory on lazyfs (harness/image/files/opt/chaos/bin/lazyfs) --------
+    # --- Disk: the broker's data directory on lazyfs (harness/db/lazyfs.py) -------------------------
     def _mount_disk(self, node: Node) -> None:
-        """Mount lazyfs over the broker's data directory, unless it is mounted or the host has no lazyfs
-        (an ssh host: the disk families are refused there before a run starts)."""
-        d, pid = layout.BROKER_DATA, layout.LAZYFS_PIDFILE
-        self._r(node).exec(
-            f"[ -x {layout.LAZYFS} ] || exit 0; mountpoint -q {d} && exit 0; rm -f {pid}; "
-            f"setsid {layout.LAZYFS} {layout.BROKER_DISK} {d} --pidfile {pid} --report {layout.LAZYFS_REPORT} "
-            f">>{layout.LAZYFS_LOG} 2>&1 </dev/null & "
-            f"for i in $(seq 100); do [ -f {pid} ] && mountpoint -q {d} && exit 0; sleep 0.1; done; "
-            f"echo 'lazyfs did not mount {d}; see {layout.LAZYFS_LOG}' >&2; exit 1", timeout=30)
+        lazyfs.mount(self._r(node), bl.BROKER_DATA, bl.BROKER_DISK)
 
     def _unmount_disk(self, node: Node) -> None:
-        d, pid = layout.BROKER_DATA, layout.LAZYFS_PIDFILE
-        self._r(node).exec(
-            f"if [ -f {pid} ]; then p=$(cat {pid}); kill -TERM $p 2>/dev/null; "
-            f"for i in $(seq 50); do kill -0 $p 2>/dev/null || break; sleep 0.1; done; rm -f {pid}; fi; "
-            f"mountpoint -q {d} && fusermount3 -u -z {d}; true", timeout=30)
+        lazyfs.unmount(self._r(node), bl.BROKER_DATA)
 
     def crash(self, node: Node, *, lose_unfsynced: bool) -> dict[str, Any]:
         """SIGKILL the broker; with `lose_unfsynced`, lazyfs then forgets every write it did not fsync.
         Returns bytes lost per replica directory."""
         self.kill(node)
-        if not lose_unfsynced:
-            return {}
-        rep = layout.LAZYFS_REPORT
-        out = self._r(node).exec(
-            f"rm -f {rep}; kill -USR1 $(cat {layout.LAZYFS_PIDFILE}) && "
-            f"for i in $(seq 100); do [ -f {rep} ] && break; sleep 0.05; done; cat {rep}", timeout=30).stdout
-        lost: dict[str, Any] = {}
-        for path, n in json.loads(out)["lost"].items():
-            top = path.split("/", 1)[0]
-            lost[top] = lost.get(top, 0) + int(n)
-        return dict(sorted(lost.items()))
+        return lazyfs.lose_unfsynced(self._r(node)) if lose_unfsynced else {}
 
     def wipe(self, node: Node) -> None:
         """The broker's log directory is gone: everything in it is deleted (through the mount)."""
-        d = layout.BROKER_DATA
-        self._r(node).exec(f"find {d} -mindepth 1 -maxdepth 1 -exec rm -rf {{}} +", timeout=60)
+        lazyfs.wipe(self._r(node), bl.BROKER_DATA)
 
     # --- Net and Clock ---------------------------------------------------------------------------
     def _net(self) -> IptablesNet:
@@ -450,14 +402,13 @@ class LogbrokerDB:
         self._net().heal_net()
 
     def set_clock(self, node: Node, seconds: float) -> None:
-        """libfaketime's offset file, which the broker reads on every wall-clock call ('+120', '-0.5')."""
-        spec = f"{seconds:+.3f}".rstrip("0").rstrip(".")
-        self._r(node).exec(f"echo '{spec}' > {layout.FAKETIME_FILE}", timeout=15)
+        """libfaketime's offset file, which the broker reads on every wall-clock call."""
+        faketime.set_clock(self._r(node), seconds)
 
     # --- files ---------------------------------------------------------------------------------
     def logs(self, node: Node) -> dict[str, bytes]:
         out = {}
-        for path in (layout.BROKER_LOG, layout.ZK_LOG, layout.BROKER_CONFIG, layout.ZK_CONFIG, layout.LAZYFS_LOG):
+        for path in (bl.BROKER_LOG, bl.ZK_LOG, bl.BROKER_CONFIG, bl.ZK_CONFIG, layout.LAZYFS_LOG):
             try:
                 out[path.rsplit("/", 1)[-1]] = self._r(node).get(path)
             except ChaosError as e:
@@ -469,8 +420,8 @@ class LogbrokerDB:
         r = self._r(node)
         out = "/tmp/chaos-replica-dump"
         r.exec(
-            f"rm -rf {out} && mkdir -p {out} && {layout.DUMP_REPLICAS} --log-dirs {layout.BROKER_DATA} --out {out} "
-            f"--probes-dir {layout.BROKER_PROBES}",
+            f"rm -rf {out} && mkdir -p {out} && {bl.DUMP_REPLICAS} --log-dirs {bl.BROKER_DATA} --out {out} "
+            f"--probes-dir {bl.BROKER_PROBES}",
             timeout=120,
         )
         names = r.exec(f"ls {out}", timeout=15).stdout.split()
@@ -489,7 +440,7 @@ class LogbrokerDB:
             if time.monotonic() > deadline:
                 raise ProvisionError(
                     f"ZooKeeper on {node.name} did not join a quorum within {timeout:.0f} s; "
-                    f"see {layout.ZK_LOG} on that node"
+                    f"see {bl.ZK_LOG} on that node"
                 )
             time.sleep(0.5)
 
@@ -502,7 +453,7 @@ class LogbrokerDB:
                 if time.monotonic() > deadline:
                     raise ProvisionError(
                         f"the broker on {node.name} ({node.ip}:{port}) did not start: {e}; "
-                        f"see {layout.BROKER_LOG} on that node"
+                        f"see {bl.BROKER_LOG} on that node"
                     ) from None
                 time.sleep(0.3)
 
@@ -524,26 +475,9 @@ class LogbrokerDB:
         admin client that asked it waits for a controller that it is never told about (librdkafka
         re-asks only on its next periodic refresh) - a CreateTopics right after set-up hung for 30 s.
         So each broker must answer with every broker and a controller before set-up returns."""
-        from confluent_kafka.admin import AdminClient
-
         for node in self.nodes:
-            seen = "no answer"
-            while True:
-                admin = AdminClient({"bootstrap.servers": self.client_address(node),
-                                     "logger": _QUIET})  # type: ignore[dict-item]
-                try:
-                    md = admin.list_topics(timeout=5)
-                    if md.controller_id >= 0 and len(md.brokers) >= len(self.nodes):
-                        break
-                    seen = f"controller {md.controller_id}, {len(md.brokers)} of {len(self.nodes)} brokers"
-                except Exception as e:  # KafkaException: not answering yet
-                    seen = str(e)
-                if time.monotonic() > deadline:
-                    raise ProvisionError(
-                        f"the broker on {node.name} did not learn its cluster in time ({seen}); "
-                        f"see {layout.BROKER_LOG} on that node"
-                    )
-                time.sleep(0.3)
+            kafka_admin.wait_serving(self.client_address(node), len(self.nodes), deadline,
+                                     f"{bl.BROKER_LOG} on {node.name}")
 
     # --- ClusterView (ZooKeeper, read from the control host) -----------------------------------
     def _client(self):  # type: ignore[no-untyped-def]

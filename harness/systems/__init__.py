@@ -1,0 +1,39 @@
+"""Systems under test, one folder each (`kernel.system.System`): which one a run tests is the spec's
+`system` field (`--system`, TOML `system`, saved in test.json).
+
+- `logbroker` (the default): our broker, `cluster-impl/`, on containers, ssh hosts or the simulator;
+- `process:FILE.toml`: any Kafka-protocol broker described by a TOML file (`process/`): its
+  install/start/stop commands, ports, data directories, logs and pid files.
+
+`get_system(name)` is the one way the orchestrator (through `harness.registry`) gets a system.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernel.errors import UsageError
+from kernel.system import System
+
+DEFAULT = "logbroker"
+PROCESS_PREFIX = "process:"
+NAMES = ("logbroker", "process:FILE.toml")
+
+
+def system_name(name: str) -> str:
+    """The name test.json saves: the spec's, or the default when it names none."""
+    return name or DEFAULT
+
+
+def get_system(name: str) -> System:
+    """The system `name` names ("" for the default), or one sentence saying which names there are."""
+    name = system_name(name)
+    if name == "logbroker":
+        from harness.systems.logbroker.system import LogbrokerSystem
+
+        return LogbrokerSystem()
+    if name.startswith(PROCESS_PREFIX):
+        from harness.systems.process.system import ProcessSystem
+
+        return ProcessSystem.load(Path(name[len(PROCESS_PREFIX):]))
+    raise UsageError(f"unknown system {name!r}; choose one of: {', '.join(NAMES)}")

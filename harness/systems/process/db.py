@@ -1,0 +1,328 @@
+"""`ProcessDB`: a process system's deployment on nodes, composed from the shared node mechanics.
+
+Processes are started by the file's commands and found by their pid files (`harness/db/pidfile.py`);
+a disk is the image's FUSE disk (`harness/db/lazyfs.py`), the clock libfaketime's offset file
+(`harness/db/faketime.py`), the network iptables (`harness/db/iptables.py`); who leads and who is in
+sync is what the brokers answer to Kafka's Metadata (`harness/db/kafka_view.py`). Nothing here
+knows which broker it runs: the file (`config.py`) says all of it.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import socket
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from harness.db import faketime, kafka_admin, lazyfs, pidfile
+from harness.db.api_versions import api_keys
+from harness.db.iptables import IptablesNet
+from harness.db.kafka_view import MetadataView
+from harness.db.metadata_views import leader_views
+from harness.db.offsets import leader_ends, stable_ends
+from harness.db.transactions import open_transactions
+from harness.systems.process.config import ProcessConfig, ProcessSystemConfig
+from kernel import layout
+from kernel.capabilities import Cut
+from kernel.db import Cluster, LeaderEnd, LeaderView, PartitionState, StableEnd, recovered
+from kernel.errors import ChaosError, ProvisionError, RemoteError
+from kernel.node import Node
+from kernel.remote import Remote
+from kernel.spec import RunSpec
+from kernel.system import SystemDecl
+
+log = logging.getLogger(__name__)
+#: how long a started process must stay alive before its start counts (a start that exits at once)
+STARTED_S = 1.0
+LOG_TAIL = 12
+
+
+class ProcessDB:
+    """Implements DB, Killable, Pausable, Net, Clock, Disk, ClusterView, Recovering, HasLogFiles,
+    HasApiVersions, HasLeaderViews and HasStableEnds for a broker described by a file. Which faults a
+    run may use is the declaration's business (`decl`: the roles and capabilities the file claims)."""
+
+    def __init__(self, config: ProcessSystemConfig, decl: SystemDecl, spec: RunSpec) -> None:
+        self.config = config
+        self.system = decl
+        self.spec = spec
+        self.nodes: list[Node] = []
+        self.remotes: Mapping[str, Remote] = {}
+        self._restarted: set[str] = set()
+
+    def attach(self, cluster: Cluster) -> ProcessDB:
+        self.nodes = list(cluster.nodes)
+        self.remotes = cluster.remotes
+        return self
+
+    def _r(self, node: Node) -> Remote:
+        return self.remotes[node.name]
+
+    @property
+    def view(self) -> MetadataView:
+        return MetadataView(self.nodes, self.config.port)
+
+    def client_address(self, node: Node) -> str:
+        return f"{node.ip}:{self.config.port}"
+
+    def bootstrap_servers(self) -> str:
+        return ",".join(self.client_address(n) for n in self.nodes)
+
+    # --- the commands' environment -------------------------------------------------------------
+    def env(self, node: Node, proc: ProcessConfig | None = None) -> dict[str, str]:
+        s = self.spec
+        out = {"CHAOS_NODE": node.name, "CHAOS_NODE_ID": str(self.nodes.index(node) + 1), "CHAOS_NODE_IP": node.ip,
+               "CHAOS_NODE_IPS": " ".join(n.ip for n in self.nodes), "CHAOS_NODE_COUNT": str(len(self.nodes)),
+               "CHAOS_FAKETIME_RUN": layout.FAKETIME_RUN, "CHAOS_PARTITIONS": str(s.partitions),
+               "CHAOS_REPLICATION_FACTOR": str(s.replication_factor), "CHAOS_MIN_INSYNC": str(s.min_insync),
+               **self.config.env}
+        if proc is not None:
+            out.update(proc.env)
+        return out
+
+    def _run(self, node: Node, cmd: str, proc: ProcessConfig | None = None, *, timeout: float = 120.0,
+             check: bool = True) -> Any:
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env(node, proc).items())
+        return self._r(node).exec(f"export {exports}; {cmd}", timeout=timeout, check=check)
+
+    # --- DB ------------------------------------------------------------------------------------
+    def setup(self, cluster: Cluster) -> None:
+        """Install on every node, then each process in the file's order on every node (a metadata
+        store's quorum forms before the brokers start), each waited for until it serves."""
+        self.attach(cluster)
+        for node in self.nodes:
+            r = self._r(node)
+            r.exec(f"mkdir -p /etc/chaos {layout.LOG_DIR} {layout.RUN_DIR}; {faketime.reset_cmd()}", timeout=30)
+            for cmd in self.config.install:
+                self._run(node, cmd, timeout=600)
+        for proc in self.config.processes:
+            for node in self.nodes:
+                if proc.data_dirs:
+                    self._r(node).exec("mkdir -p " + " ".join(shlex.quote(d) for d in proc.data_dirs), timeout=30)
+                if proc.disk:
+                    lazyfs.mount(self._r(node), proc.disk, proc.disk.rstrip("/") + ".disk")
+                for cmd in proc.configure:
+                    self._run(node, cmd, proc)
+                self.start_process(node, proc)
+            for node in self.nodes:
+                self._wait_ready(node, proc)
+        deadline = time.monotonic() + 90
+        for node in self.nodes:
+            kafka_admin.wait_serving(self.client_address(node), len(self.nodes), deadline,
+                                     f"the broker's logs on {node.name}", controller=False)
+
+    def teardown(self, cluster: Cluster) -> None:
+        self.attach(cluster)
+        errors = []
+        for node in self.nodes:
+            try:
+                self._teardown_node(node)
+            except RemoteError as e:  # keep tearing down the others; report after
+                errors.append(str(e))
+        if errors:
+            raise RemoteError("cluster", "teardown failed on some nodes: " + "; ".join(errors))
+
+    def _teardown_node(self, node: Node) -> None:
+        for proc in reversed(self.config.processes):
+            self._r(node).exec(pidfile.kill_cmd(proc.pid_file), timeout=30)
+            if proc.disk:
+                lazyfs.unmount(self._r(node), proc.disk)
+        dirs = [d for p in self.config.processes for d in (*p.data_dirs, *((p.disk, p.disk.rstrip("/") + ".disk")
+                                                                          if p.disk else ()))]
+        wipe = f"rm -rf {' '.join(shlex.quote(d) for d in dirs)}; " if dirs else ""
+        self._r(node).exec(f"{wipe}{faketime.reset_cmd()}", timeout=30)
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int) -> None:
+        kafka_admin.create_topic(self.bootstrap_servers(), len(self.nodes), topic, partitions, replication_factor,
+                                 lambda p: self.leader(topic, p) is not None)
+
+    def recovered(self, topic: str, partitions: int, replication_factor: int) -> bool:
+        return recovered(self, topic, partitions, replication_factor)
+
+    def close(self) -> None:
+        return None
+
+    def api_keys(self, node: Node) -> set[int] | str:
+        return api_keys(self.client_address(node))
+
+    def deployed(self, node: Node) -> bool:
+        """Whether the broker ran on `node` (its pid file exists): `chaos heal` restarts only those."""
+        return self._r(node).exec(f"test -f {shlex.quote(self.config.broker().pid_file)}", check=False).ok
+
+    # --- processes -----------------------------------------------------------------------------
+    def _proc(self, name: str) -> ProcessConfig:
+        for p in self.config.processes:
+            if p.name == name:
+                return p
+        raise ValueError(f"system {self.config.name} has no process {name!r}")
+
+    def pid(self, node: Node, name: str) -> int | None:
+        res = self._r(node).exec(pidfile.alive_cmd(self._proc(name).pid_file), check=False, timeout=15)
+        return pidfile.parse_pid(res.stdout, res.ok)
+
+    def start_process(self, node: Node, proc: ProcessConfig) -> None:
+        """Run `start` unless the process runs; a start that fails or whose process is gone within a
+        second is one sentence with the last lines of its logs (exit 5)."""
+        if self.pid(node, proc.name) is not None:
+            return
+        res = self._run(node, f"rm -f {shlex.quote(proc.pid_file)}; {proc.start}", proc, timeout=60, check=False)
+        if res.ok:
+            time.sleep(STARTED_S)
+            if self.pid(node, proc.name) is not None:
+                return
+            why = f"its process is not running {STARTED_S:g} s later (pid file {proc.pid_file})"
+        else:
+            why = f"the start command exited {res.exit_status}"
+        raise RemoteError(node.name, f"{proc.name} did not start: {why}; {self._tail(node, proc, res)}")
+
+    def _tail(self, node: Node, proc: ProcessConfig, res: Any) -> str:
+        out = [line for line in (res.stderr or res.stdout or "").strip().splitlines()[-LOG_TAIL:]]
+        for path in proc.log_files:
+            got = self._r(node).exec(f"tail -n {LOG_TAIL} {shlex.quote(path)}", check=False, timeout=15)
+            if got.ok and got.stdout.strip():
+                out = got.stdout.strip().splitlines()[-LOG_TAIL:]
+                return f"last lines of {path}: " + " | ".join(out)
+        return "its output: " + (" | ".join(out) if out else "(none)")
+
+    def _wait_ready(self, node: Node, proc: ProcessConfig) -> None:
+        deadline = time.monotonic() + proc.start_timeout_s
+        seen = "not tried"
+        while True:
+            if self.pid(node, proc.name) is None:
+                raise RemoteError(node.name, f"{proc.name} stopped while starting; "
+                                             f"{self._tail(node, proc, self._r(node).exec('true'))}")
+            if proc.ports:
+                try:
+                    with socket.create_connection((node.ip, proc.ports[0]), timeout=2):
+                        seen = "port open"
+                except OSError as e:
+                    seen = f"port {proc.ports[0]}: {e}"
+            if seen == "port open" or not proc.ports:
+                if proc.ready is None or self._run(node, proc.ready, proc, timeout=30, check=False).ok:
+                    return
+                seen = f"`{proc.ready}` failed"
+            if time.monotonic() > deadline:
+                raise ProvisionError(f"{proc.name} on {node.name} did not serve within {proc.start_timeout_s} s "
+                                     f"({seen}); {self._tail(node, proc, self._r(node).exec('true'))}")
+            time.sleep(0.3)
+
+    def start(self, node: Node) -> None:
+        """Killable: start the broker on `node` if it is not running (and wait until it serves)."""
+        proc = self.config.broker()
+        if self.pid(node, proc.name) is not None:
+            return
+        self._restarted.add(node.name)
+        self.start_process(node, proc)
+
+    def kill(self, node: Node) -> None:
+        self._r(node).exec(pidfile.kill_cmd(self.config.broker().pid_file), timeout=30)
+
+    def pause(self, node: Node, *, process: str = "broker") -> None:
+        self._r(node).exec(pidfile.signal_cmd(self._proc(process).pid_file, "STOP"), timeout=15)
+
+    def resume(self, node: Node, *, process: str = "broker") -> None:
+        self._r(node).exec(pidfile.signal_cmd(self._proc(process).pid_file, "CONT"), timeout=15)
+
+    # --- Disk, Clock, Net ----------------------------------------------------------------------
+    def _disk(self) -> str:
+        disk = self.config.broker().disk
+        if disk is None:
+            raise ChaosError(f"system {self.config.name}'s broker has no disk (the file names none)")
+        return disk
+
+    def crash(self, node: Node, *, lose_unfsynced: bool) -> dict[str, Any]:
+        self.kill(node)
+        self._disk()
+        return lazyfs.lose_unfsynced(self._r(node)) if lose_unfsynced else {}
+
+    def wipe(self, node: Node) -> None:
+        lazyfs.wipe(self._r(node), self._disk())
+
+    def set_clock(self, node: Node, seconds: float) -> None:
+        faketime.set_clock(self._r(node), seconds)
+
+    def _net(self) -> IptablesNet:
+        return IptablesNet(Cluster(self.nodes, self.remotes))
+
+    def drop(self, cut: Cut) -> None:
+        self._net().drop(cut)
+
+    def lift(self, cut: Cut) -> None:
+        self._net().lift(cut)
+
+    def heal_net(self) -> None:
+        self._net().heal_net()
+
+    # --- ClusterView and recovery, over Kafka's Metadata ----------------------------------------
+    def controller(self) -> Node | None:
+        return self.view.controller()
+
+    def controller_epoch(self) -> int | None:
+        return None
+
+    def leader(self, topic: str, partition: int) -> Node | None:
+        return self.view.leader(topic, partition)
+
+    def partition(self, topic: str, partition: int) -> PartitionState | None:
+        return self.view.partition(topic, partition)
+
+    def restarts_registered(self) -> bool:
+        """Every broker started again since its kill is listed in the cluster's Metadata again."""
+        if not self._restarted:
+            return True
+        listed = self.view.registered()
+        if listed is None:
+            return False
+        self._restarted -= listed
+        return not self._restarted
+
+    def leader_ends(self, topic: str, partitions: int) -> dict[int, LeaderEnd]:
+        """HW and log end from each leader (ListOffsets; a broker that refuses a replica's ListOffsets
+        gives its HW as both ends: its log end is not to be had over the protocol)."""
+        out: dict[int, LeaderEnd] = {}
+        view = self.view
+        by_leader: dict[str, list[int]] = {}
+        for p in range(partitions):
+            if (leader := view.leader(topic, p)) is not None:
+                by_leader.setdefault(leader.name, []).append(p)
+        for name, keys in by_leader.items():
+            node = next(n for n in self.nodes if n.name == name)
+            got = leader_ends(self.client_address(node), view.broker_id(node), topic, keys)
+            if len(got) < len(keys):
+                hw = stable_ends(self.client_address(node), topic, [k for k in keys if k not in got])
+                epochs = {k: s.leader_epoch for k in hw
+                          if (s := view.partition(topic, k)) is not None and s.leader_epoch is not None}
+                got.update({k: LeaderEnd(e.hw, e.hw, epochs[k]) for k, e in hw.items() if k in epochs})
+            out.update(got)
+        return out
+
+    def stable_ends(self, topic: str, partitions: int) -> dict[int, StableEnd]:
+        out: dict[int, StableEnd] = {}
+        for p in range(partitions):
+            if (leader := self.leader(topic, p)) is not None:
+                out.update(stable_ends(self.client_address(leader), topic, [p]))
+        return out
+
+    def open_transactions(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for n in self.nodes:
+            out.update(open_transactions(self.client_address(n)))
+        return out
+
+    def leader_views(self, topic: str) -> dict[str, dict[int, LeaderView] | str]:
+        return {n.name: leader_views(self.client_address(n), topic) for n in self.nodes}
+
+    # --- files ---------------------------------------------------------------------------------
+    def logs(self, node: Node) -> dict[str, bytes]:
+        paths = [f for p in self.config.processes for f in p.log_files]
+        if any(p.disk for p in self.config.processes):
+            paths.append(layout.LAZYFS_LOG)
+        out = {}
+        for path in paths:
+            try:
+                out[path.rsplit("/", 1)[-1]] = self._r(node).get(path)
+            except ChaosError as e:
+                log.warning("%s: could not copy %s: %s", node.name, path, e)
+        return out
