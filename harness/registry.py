@@ -114,6 +114,23 @@ def refusal(spec: RunSpec, system: System, db: Any) -> Any:
     return why
 
 
+def kind_refusals(system_name: str, provisioner: str = "docker") -> dict[str, str]:
+    """`family-kind` -> why the system cannot take it on this backend, for every kind it cannot take
+    (`chaos nemeses --system`)."""
+    from nemesis.registry import FAMILIES
+
+    system = get_system(system_name)
+    spec = replace(RunSpec(), system=system_name, provisioner=provisioner)
+    why = refusal(spec, system, _db(spec, system))
+    out = {}
+    for name, make in FAMILIES.items():
+        fam = make()
+        for kind in fam.kinds:
+            if (reason := why(fam, kind)) is not None:
+                out[f"{name}-{kind}"] = reason
+    return out
+
+
 def check_capabilities(spec: RunSpec, db: Any, system: System | None = None) -> None:
     """A kind the system or the backend cannot act out is refused before anything starts (never
     recorded as started and stopped without happening)."""
@@ -159,6 +176,14 @@ def _schedule(spec: RunSpec, node_names: list[str]) -> list[PlannedFault]:
                        time_limit_s=spec.time_limit, world=world, max_active=spec.max_active)
 
 
+def system_facts(system: System) -> dict[str, Any]:
+    """What test.json says of the system under test: its name, processes (roles, capabilities) and
+    extras, so a check knows which of its parts the system could give input for."""
+    return {"name": system.name, "extras": sorted(system.decl.extras),
+            "processes": [{"name": p.name, "roles": list(p.roles), "ports": list(p.ports),
+                           "capabilities": sorted(p.capabilities)} for p in system.decl.processes]}
+
+
 def build_test(spec: RunSpec, *, spark_master: str | None = None, elle_cli: str | None = None) -> Test:
     spec = preflight(spec)
     system = get_system(spec.system)
@@ -184,7 +209,7 @@ def build_test(spec: RunSpec, *, spark_master: str | None = None, elle_cli: str 
         workload=get_workload(spec.workload),
         nemesis=NemesisPackage(families_needed(list(spec.nemesis)), partial(_schedule, spec)),
         checker=KafkaChecker(spark_master, elle_cli),
-        info={"nemesis_perf": {k: v.to_json() for k, v in nemesis_perf().items()}},
+        info={"nemesis_perf": {k: v.to_json() for k, v in nemesis_perf().items()}, "system": system_facts(system)},
         system=system,
         features=features_needed(spec, get_workload(spec.workload)),
     )

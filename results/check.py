@@ -85,6 +85,9 @@ class CheckResult:
     run_dir: Path | None = None
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase, for the benchmark
     coverage: dict[str, Any] = field(default_factory=dict)  # results.coverage: probes hit, not hit, not exercised
+    #: check -> why it had no input (a system without replica dumps or probes): `unknown` for that
+    #: part, said in results.json and the report, never counted as a pass
+    not_checked: dict[str, str] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -108,6 +111,8 @@ class CheckResult:
         if self.coverage:
             out["coverage"] = self.coverage
             out["verdict_note"] = verdict_note(self.coverage, self.valid)
+        if self.not_checked:
+            out["not_checked"] = {k: {"valid": "unknown", "why": v} for k, v in self.not_checked.items()}
         return out
 
     @property
@@ -375,8 +380,30 @@ def _finish(r: _Run, batch: dict[int, Any]) -> CheckResult:
     cov = read_coverage(r.files.replicas, bugs_of(r.files.test_json))
     if cov is not None:
         result = replace(result, coverage=cov.to_json())
+    if missing := not_checked(r.files.test_json, r.replica_facts is not None, cov is not None):
+        result = replace(result, not_checked=missing,
+                         warnings=[*result.warnings, *(f"{k} not checked: {v}" for k, v in missing.items())])
     _write(result, r.dest)
     return result
+
+
+def not_checked(test_json: dict[str, Any] | None, dumps: bool, probes: bool) -> dict[str, str]:
+    """The checks a run's system gave no input for. The history's checks are every system's; the
+    replica-dump comparison and coverage are what a system may add (`extras` in test.json's
+    `system`), and a run of a system that has none says so for that part instead of passing it. A
+    run of ours that lost its dumps (a crash mid-collect) says that, too."""
+    system = (test_json or {}).get("system")
+    if not isinstance(system, dict):  # a bare history, or a run from before systems were parts
+        return {}
+    extras, name = set(system.get("extras") or ()), system.get("name", "?")
+    out = {}
+    if not dumps:
+        out["divergent-replicas"] = (f"system {name} gives no replica dumps" if "replica-dumps" not in extras
+                                     else "the run stored no replica dumps")
+    if not probes:
+        out["coverage"] = (f"system {name} has no coverage probes" if "coverage" not in extras
+                           else "the run stored no probe counts")
+    return out
 
 
 def _commit_anomalies(r: _Run) -> dict[str, dict[str, Any]]:

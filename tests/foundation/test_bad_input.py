@@ -59,7 +59,67 @@ def _fifo(case_dir: Path) -> None:
 
 
 RUN = ["run", "--no-progress", "--store", "store"]
+#: a broker with no metadata store and no controller role, that serves no transactions
+ONE_PROCESS = """name = "solo"
+features = ["consumer-groups", "idempotence"]
+
+[[process]]
+name = "broker"
+roles = ["broker", "coordinator"]
+ports = [9092]
+capabilities = ["kill", "pause", "net"]
+pid_file = "/run/solo.pid"
+start = "solo-broker --daemon"
+"""
+
+
+def system_file(**changes: str | None) -> str:
+    """ONE_PROCESS with lines replaced (key -> new line, or None to drop the key's line)."""
+    lines = ONE_PROCESS.splitlines()
+    for key, line in changes.items():
+        i = next(i for i, ln in enumerate(lines) if ln.startswith(f"{key} ="))
+        if line is None:
+            del lines[i]
+        else:
+            lines[i] = line
+    return "\n".join(lines) + "\n"
+
+
+SOLO = "process:solo.toml"
+
+
 CASES: list[Case] = [
+    # --- systems under test: names, files and what a system cannot act out ----------------------
+    Case("run-system-unknown", [*RUN, "--system", "kafka9"], 3, "unknown system 'kafka9'; choose one of: logbroker"),
+    Case("run-system-file-missing", [*RUN, "--system", "process:nope.toml"], 3, "system file nope.toml does not exist"),
+    Case("run-system-not-toml", [*RUN, "--system", SOLO], 3, "system file solo.toml is not valid TOML",
+         files={"solo.toml": "name = \n"}),
+    Case("run-system-missing-key", [*RUN, "--system", SOLO], 3, "solo.toml:4: [[process]] #1 has no 'start'",
+         files={"solo.toml": system_file(start=None)}),
+    Case("run-system-mistyped-key", [*RUN, "--system", SOLO], 3,
+         "solo.toml:9: unknown key 'pid-file' in [[process]] #1; did you mean 'pid_file'?",
+         files={"solo.toml": system_file(pid_file='pid-file = "/run/solo.pid"')}),
+    Case("run-system-wrong-type", [*RUN, "--system", SOLO], 3,
+         "solo.toml:7: ports in [[process]] #1 must be a list of integers, not '9092'",
+         files={"solo.toml": system_file(ports='ports = "9092"')}),
+    Case("run-system-unknown-role", [*RUN, "--system", SOLO], 3, "solo.toml:6: unknown role 'leader' in [[process]] #1",
+         files={"solo.toml": system_file(roles='roles = ["broker", "leader"]')}),
+    Case("run-system-no-metadata-store", [*RUN, "--system", SOLO, "--nemesis", "partition-zookeeper"], 3,
+         "system solo cannot act out nemesis partition-zookeeper: it has no metadata-store process the harness "
+         "can cut off", files={"solo.toml": ONE_PROCESS}),
+    Case("run-system-no-controller", [*RUN, "--system", SOLO, "--nemesis", "kill-controller"], 3,
+         "system solo cannot act out nemesis kill-controller: it has no controller process the harness can kill",
+         files={"solo.toml": ONE_PROCESS}),
+    Case("run-system-no-clock", [*RUN, "--system", SOLO, "--nemesis", "clock"], 3,
+         "system solo cannot act out nemesis clock-bump: it has no broker process the harness can skew the clock of",
+         files={"solo.toml": ONE_PROCESS}),
+    Case("run-system-no-txn", [*RUN, "--system", SOLO, "--txn"], 3,
+         "system solo does not serve transactions, which the txn workload with these settings needs",
+         files={"solo.toml": ONE_PROCESS}),
+    Case("run-system-no-bugs", [*RUN, "--system", SOLO, "--bug", "truncate-to-hw"], 3,
+         "system solo has no bug switches", files={"solo.toml": ONE_PROCESS}),
+    Case("run-system-not-on-sim", [*RUN, "--system", SOLO, "--provisioner", "sim"], 3,
+         "system solo runs on the docker, ssh provisioner(s), not sim", files={"solo.toml": ONE_PROCESS}),
     # --- chaos run: flags, refused before anything starts ------------------------------------
     *[Case(f"run-{name}", [*RUN, *args], 3, says) for name, args, says in [
         ("nodes-0", ["--nodes", "0"], "nodes must be between 1 and 32"),

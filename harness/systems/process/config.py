@@ -152,7 +152,10 @@ def _env(d: dict[str, Any]) -> dict[str, str]:
 
 def load(path: Path) -> ProcessSystemConfig:
     """The file at `path`, checked; or one sentence naming the file, the line and what is wrong."""
-    load_toml(path)  # a regular, small, UTF-8, valid TOML file, or its own sentence (with the line)
+    try:
+        load_toml(path)  # a regular, small, UTF-8, valid TOML file, or its own sentence (with the line)
+    except UsageError as e:
+        raise UsageError(str(e).replace("config file", "system file", 1)) from None
     text = path.read_text(encoding="utf-8")
     lines = _Lines(text)
     raw = tomllib_raw(text)
