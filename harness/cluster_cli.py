@@ -19,15 +19,20 @@ from kernel.node import Node
 
 console = Console(stderr=True)
 
-#: What a healthy node has: each check is (label, command); all run over SSH.
+#: What every healthy node has, whatever it runs: each check is (label, command); all run over SSH.
+#: The system under test adds its own (`kernel.system.SystemDecl.health`).
 HEALTH_CHECKS: list[tuple[str, str]] = [
     ("ssh", "hostname"),
-    ("python", "/opt/logbroker/bin/python -c 'import logbroker' && echo ok"),
-    ("java", "java -version 2>&1 | head -1"),
-    ("zookeeper", "test -r /usr/share/java/zookeeper.jar && echo ok"),
     ("iptables", "iptables -L INPUT -n >/dev/null && echo ok"),
     ("faketime", "/opt/chaos/bin/faketime-run python3 -c 'import time; time.sleep(0.01); print(int(time.time()))'"),
 ]
+
+
+def health_checks(system: str) -> list[tuple[str, str]]:
+    """The node checks, then what `system` ("" for the default) needs on a node."""
+    from harness.systems import get_system
+
+    return [HEALTH_CHECKS[0], *get_system(system).decl.health, *HEALTH_CHECKS[1:]]
 
 
 def _nodes(cluster: str) -> list[Node]:
@@ -37,14 +42,15 @@ def _nodes(cluster: str) -> list[Node]:
     return loaded[1]
 
 
-def run_health(nodes: list[Node]) -> bool:
-    """Run HEALTH_CHECKS on every node over SSH; print a table; True if all passed."""
-    table = Table("node", *[label for label, _ in HEALTH_CHECKS], title="node health (over SSH)")
+def run_health(nodes: list[Node], system: str = "") -> bool:
+    """Run the health checks of `system` on every node over SSH; print a table; True if all passed."""
+    checks = health_checks(system)
+    table = Table("node", *[label for label, _ in checks], title="node health (over SSH)")
     all_ok = True
     for node in nodes:
         cells = []
         with SSHRemote(node) as r:
-            for _, cmd in HEALTH_CHECKS:
+            for _, cmd in checks:
                 try:
                     res = r.exec(cmd, timeout=30, check=False)
                     ok = res.ok and bool(res.stdout.strip())
@@ -74,8 +80,10 @@ def cluster() -> None:
 @click.option("--key", type=click.Path(), help="ssh provisioner: private key file.")
 @click.option("--known-hosts", type=click.Path(), help="ssh provisioner: known_hosts file.")
 @click.option("--health/--no-health", default=False, help="Run the SSH health check once the nodes are up.")
+@click.option("--system", default="", help="System under test whose node needs the health check adds "
+                                           "(default: our broker).")
 def up(n: int | None, name: str, provisioner: str, hosts: str | None, user: str, port: int, key: str | None,
-       known_hosts: str | None, health: bool) -> int:
+       known_hosts: str | None, health: bool, system: str) -> int:
     """Provision NODES nodes and wait until each answers over SSH."""
     if provisioner not in PROVISIONERS:
         raise UsageError(f"unknown provisioner {provisioner!r}; choose one of: {', '.join(PROVISIONERS)}")
@@ -94,7 +102,7 @@ def up(n: int | None, name: str, provisioner: str, hosts: str | None, user: str,
         nodes = prov.up(n)  # type: ignore[arg-type]  # ssh: None means every host listed
     console.print(f"cluster [bold]{name}[/]: {len(nodes)} nodes up in {time.monotonic() - t0:.1f} s: "
                   + ", ".join(f"{nd.name}={nd.ip}" for nd in nodes))
-    if health and not run_health(nodes):
+    if health and not run_health(nodes, system):
         console.print("[red]health check failed[/]")
         return 5
     if health:
@@ -104,9 +112,11 @@ def up(n: int | None, name: str, provisioner: str, hosts: str | None, user: str,
 
 @cluster.command(name="health")
 @click.option("--name", default="chaos", show_default=True)
-def health_cmd(name: str) -> int:
+@click.option("--system", default=None, help="System under test (default: the one the cluster's last run "
+                                             "deployed, else our broker).")
+def health_cmd(name: str, system: str | None) -> int:
     """Check every node of a running cluster over SSH."""
-    return 0 if run_health(_nodes(name)) else 5
+    return 0 if run_health(_nodes(name), system if system is not None else ClusterState(name).system() or "") else 5
 
 
 @cluster.command()

@@ -85,6 +85,8 @@ class SystemDecl:
     #: what the system gives beyond the Kafka protocol: `replica-dumps`, `coverage`, `bug-switches`,
     #: `admin` (reassignment, preferred election), `registrations` (restarts confirmed in its store)
     extras: frozenset[str] = frozenset()
+    #: (label, command) pairs `chaos cluster health` runs on every node: what this system needs there
+    health: tuple[tuple[str, str], ...] = ()
 
     def with_role(self, role: str) -> list[Process]:
         return [p for p in self.processes if role in p.roles]

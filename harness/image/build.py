@@ -23,6 +23,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
+from harness.systems.logbroker.decl import IMAGE_PACKAGES
 from kernel.errors import ProvisionError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,10 +32,11 @@ BUILD_DIR = ROOT / ".build"
 CLUSTER_IMPL = ROOT / "cluster-impl"
 
 SUITE = "bookworm"
+#: what every node has (sshd, iptables, libfaketime, the FUSE disk), then what our broker's system
+#: adds (its declaration says: Java and ZooKeeper); the hash covers the sorted set
 PACKAGES = [
     "python3", "python3-venv", "openssh-server", "iptables", "iproute2", "procps", "tini",
-    "libfaketime", "faketime", "openjdk-17-jre-headless", "zookeeper", "libslf4j-java", "ca-certificates",
-    "fuse3", "python3-pyfuse3",
+    "libfaketime", "faketime", "ca-certificates", "fuse3", "python3-pyfuse3", *IMAGE_PACKAGES,
 ]
 RECIPE_VERSION = "4"
 BASE_REPO = "chaos-node-base"
