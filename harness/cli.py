@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sim-search": ("harness.sim_search_cli:sim_search",
                    "Simulate seeds in parallel until one fails; shrink it; save it as a run with its report."),
     "nemeses": ("harness.nemeses_cli:nemeses", "List every fault family and kind with one line of what it does."),
+    "systems": ("harness.systems_cli:systems", "List the systems under test, or show what one declares."),
     "nightly": ("harness.nightly_cli:nightly", "Run a matrix of runs in a time budget; summary page and JUnit XML."),
     "serve": ("harness.serve_cli:serve", "Serve the run store (index, reports, plots) on 127.0.0.1."),
     "analyze": ("harness.analyze_cli:analyze", "Cross-run analysis on Spark: tables per configuration and night."),

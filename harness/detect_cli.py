@@ -25,8 +25,10 @@ from kernel.errors import UsageError
 @click.option("--store", default="store", show_default=True)
 @click.option("--cluster", default="detect", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=Path("bench-results/detect.json"), show_default=True)
+@click.option("--system", default="", help="System under test (default: our broker); one without bug switches "
+                                           "runs the baseline only.")
 def detect(bugs: tuple[str, ...], seeds: int, first_seed: int, every_seed: bool, mix: str, no_baseline: bool,
-           time_limit: float, nodes: int, store: str, cluster: str, out: Path) -> int:
+           time_limit: float, nodes: int, store: str, cluster: str, out: Path, system: str) -> int:
     """For each bug switch, run the fault mixes that should expose it until an anomaly of data loss or
     divergence is found (or the budget ends); then the same number of runs with no switch.
 
@@ -39,11 +41,13 @@ def detect(bugs: tuple[str, ...], seeds: int, first_seed: int, every_seed: bool,
     from harness.run import run
     from kernel.spec import RunSpec
 
-    chosen = list(bugs) or list(known_bugs())
+    known = known_bugs(system)
+    chosen = list(bugs) or list(known)
     for b in chosen:
-        if b not in known_bugs():
-            raise UsageError(f"unknown bug switch {b!r}; known: {', '.join(known_bugs())}")
-    base: dict[str, Any] = {"nodes": nodes, "time_limit": time_limit, "store": store, "cluster": cluster}
+        if b not in known:
+            raise UsageError(f"unknown bug switch {b!r}; known: {', '.join(known) or 'none (this system has none)'}")
+    base: dict[str, Any] = {"nodes": nodes, "time_limit": time_limit, "store": store, "cluster": cluster,
+                            "system": system}
 
     def run_one(spec: RunSpec) -> tuple[int, Any, list[str], list[str], Path | None]:
         o = run(build_test(spec), progress=False)

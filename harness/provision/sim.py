@@ -33,6 +33,7 @@ from logsim.txn_client import SimTxnProducer
 
 from harness.systems.logbroker import layout as bl
 from harness.systems.logbroker.decl import DECL
+from harness.systems.logbroker.settings import LAG_KEY, SESSION_KEY, settings_for
 from kernel.capabilities import Cut
 from kernel.db import OPEN_TXN_STATES, Cluster, LeaderEnd, LeaderView, PartitionState, StableEnd, recovered
 from kernel.node import Node, node_names
@@ -49,12 +50,17 @@ ZK_PORTS = {bl.ZK_CLIENT_PORT, bl.ZK_PEER_PORT, bl.ZK_ELECTION_PORT}
 
 
 def broker_settings(spec: RunSpec) -> dict[str, str]:
-    """What `harness.systems.logbroker.db.broker_properties` gives a container broker (the same
-    `flush.messages=1`: acks=all promises durability only if every acknowledged record is on disk)."""
-    return {"min.insync.replicas": str(spec.min_insync), "num.partitions": str(spec.partitions),
-            "default.replication.factor": str(min(spec.replication_factor, spec.nodes)),
-            "offsets.topic.replication.factor": str(min(3, spec.nodes)), "flush.messages": "1",
-            **dict(spec.extra)}
+    """What `harness.systems.logbroker.db.broker_properties` gives a container broker, from the same
+    settings record (`settings_for`: `flush.messages=1`, since acks=all promises durability only if
+    every acknowledged record is on disk; the session and lag timeouts the fault plan outlasts)."""
+    s = settings_for(spec)
+    out = {"min.insync.replicas": str(s.min_insync_replicas), "num.partitions": str(s.partitions),
+           "default.replication.factor": str(min(s.replication_factor, spec.nodes)),
+           "offsets.topic.replication.factor": str(min(3, spec.nodes)), "flush.messages": str(s.flush_messages),
+           **dict(s.extra)}
+    if SESSION_KEY in spec.extra or LAG_KEY in spec.extra:  # else the simulator's defaults, which are the same
+        out.update({SESSION_KEY: str(s.session_timeout_ms), LAG_KEY: str(s.replica_lag_time_max_ms)})
+    return out
 
 
 class SimProvisioner:

@@ -29,7 +29,7 @@ PARTS = ("workloads", "nemesis", "results")
 ORCHESTRATOR = re.compile(r"^harness\.(?!registry$|db\b|systems\b|image\b|bench\b)[\w.]+$")
 SIM_ADAPTER = "harness/provision/sim.py"
 CONCRETE = re.compile(
-    r"^(workloads\.(?!registry$)\w+|harness\.db\.\w+|harness\.systems\.\w+\.(?!decl$|layout$)\w+|"
+    r"^(workloads\.(?!registry$)\w+|harness\.db\.\w+|harness\.systems\.\w+\.(?!decl$|layout$|settings$)\w+|"
     r"results\.(check|checker)|nemesis\.(?!registry$|runner$)\w+)$"
 )
 
