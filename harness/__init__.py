@@ -10,6 +10,9 @@ The orchestrator proper, which never names a concrete workload, DB adapter or ch
   SIGTERM/SIGHUP as Ctrl-C, and cleanup that cannot be cut short; `progress`: the live line
 Parts that live here because they reach nodes:
 - `provision/` (docker containers, ssh hosts), `ssh` (the paramiko `Remote`), `image/` (the node
-  image), `db/` (the logbroker + ZooKeeper deployment: `kernel.db` Protocols over SSH)
-- `bench/`: `make bench-cluster`, `make bench-run`
+  image), `db/` (node mechanics any system composes: pid files, the FUSE disk, libfaketime,
+  iptables, and what any Kafka-protocol broker is asked: Metadata, ListOffsets, ApiVersions)
+- `systems/`: the systems under test, one folder each (`logbroker`, ours with ZooKeeper; `process`,
+  any broker a TOML file describes), reached through `harness.systems.get_system`
+- `bench/`: `make bench-cluster`, `make bench-run`, `make bench-sim`
 """

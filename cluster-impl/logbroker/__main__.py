@@ -76,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"logbroker: {e}", file=sys.stderr)
         return 2
+    if config.bugs:  # an operator reading the log must see at once that this broker is broken on purpose
+        logging.getLogger("logbroker").warning("bug switches on: %s", ", ".join(sorted(b.value for b in config.bugs)))
     if config.probes_dir is not None:
         probes.persist_to(config.probes_dir)
     core = BrokerCore(config, SystemClock())
