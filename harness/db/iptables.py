@@ -10,11 +10,13 @@ kernel has no netem). Lifting deletes one instance of each rule, so overlapping 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from kernel import layout
 from kernel.capabilities import Cut
 from kernel.db import Cluster
+from kernel.node import Node
+from kernel.remote import Remote
 
 CHAIN = "CHAOS"
 
@@ -97,3 +99,22 @@ class IptablesNet:
     def heal_net(self) -> None:
         for n in self.cluster.nodes:
             self.cluster.remotes[n.name].exec(heal_command(), timeout=30, check=False)
+
+
+class IptablesCapability:
+    """`Net` for a deployment that holds its `nodes` and their `remotes` (a mixin over `IptablesNet`)."""
+
+    nodes: list[Node]
+    remotes: Mapping[str, Remote]
+
+    def _net(self) -> IptablesNet:
+        return IptablesNet(Cluster(self.nodes, self.remotes))
+
+    def drop(self, cut: Cut) -> None:
+        self._net().drop(cut)
+
+    def lift(self, cut: Cut) -> None:
+        self._net().lift(cut)
+
+    def heal_net(self) -> None:
+        self._net().heal_net()

@@ -25,20 +25,18 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.db import faketime, kafka_admin, lazyfs, pidfile
-from harness.db.api_versions import api_keys
-from harness.db.iptables import IptablesNet
-from harness.db.metadata_views import leader_views
-from harness.db.offsets import leader_ends, stable_ends
-from harness.db.transactions import open_transactions
+from harness.db.every_node import on_every_node
+from harness.db.iptables import IptablesCapability
+from harness.db.kafka_reads import KafkaReads
+from harness.db.offsets import leader_ends
 from harness.systems.logbroker import layout as bl
 from harness.systems.logbroker import zk_layout as zkp
 from harness.systems.logbroker import zookeeper
 from harness.systems.logbroker.decl import DECL
 from harness.systems.logbroker.settings import BrokerSettings
 from kernel import layout
-from kernel.capabilities import Cut
-from kernel.db import Cluster, LeaderEnd, LeaderView, PartitionState, StableEnd, recovered
-from kernel.errors import ChaosError, ProvisionError, RemoteError, UsageError
+from kernel.db import Cluster, LeaderEnd, PartitionState, recovered
+from kernel.errors import ChaosError, ProvisionError, UsageError
 from kernel.node import Node
 from kernel.remote import Remote
 
@@ -105,7 +103,7 @@ def check_bugs(names: tuple[str, ...]) -> None:
             raise UsageError(f"unknown bug switch {b!r}; known: {', '.join(known)}")
 
 
-class LogbrokerDB:
+class LogbrokerDB(KafkaReads, IptablesCapability):
     """Implements DB, Killable, Pausable, HasLogFiles, HasReplicaDumps, ClusterView, Reassignable
     (Admin), and the fault capabilities Net (iptables), Clock (libfaketime) and Disk (lazyfs)."""
 
@@ -143,9 +141,6 @@ class LogbrokerDB:
     def deployed(self, node: Node) -> bool:
         """Whether a broker was deployed on `node` (its config file exists): `chaos heal` restarts only those."""
         return self._r(node).exec(f"test -f {bl.BROKER_CONFIG}", check=False).ok
-
-    def api_keys(self, node: Node) -> set[int] | str:
-        return api_keys(self.client_address(node))
 
     def bootstrap_servers(self) -> str:
         return ",".join(self.client_address(n) for n in self.nodes)
@@ -214,37 +209,10 @@ class LogbrokerDB:
     def leader_ends(self, topic: str, partitions: int) -> dict[int, LeaderEnd]:
         """Asked of each partition's leader with ListOffsets (a replica's ListOffsets gets the log end)."""
         out: dict[int, LeaderEnd] = {}
-        for name, keys in self._by_leader(topic, partitions).items():
-            node = next(n for n in self.nodes if n.name == name)
+        for name, keys in self.by_leader(topic, partitions).items():
+            node = self.node_named(name)
             out.update(leader_ends(self.client_address(node), self.broker_id(node), topic, keys))
         return out
-
-    def stable_ends(self, topic: str, partitions: int) -> dict[int, StableEnd]:
-        """Each partition's LSO and HW from its leader (`kernel.db.HasStableEnds`)."""
-        out: dict[int, StableEnd] = {}
-        for name, keys in self._by_leader(topic, partitions).items():
-            node = next(n for n in self.nodes if n.name == name)
-            out.update(stable_ends(self.client_address(node), topic, keys))
-        return out
-
-    def open_transactions(self) -> dict[str, str]:
-        """Every broker's unfinished transactions (`kernel.db.HasStableEnds`)."""
-        out: dict[str, str] = {}
-        for n in self.nodes:
-            out.update(open_transactions(self.client_address(n)))
-        return out
-
-    def _by_leader(self, topic: str, partitions: int) -> dict[str, list[int]]:
-        by_leader: dict[str, list[int]] = {}
-        for p in range(partitions):
-            leader = self.leader(topic, p)
-            if leader is not None:
-                by_leader.setdefault(leader.name, []).append(p)
-        return by_leader
-
-    def leader_views(self, topic: str) -> dict[str, dict[int, LeaderView] | str]:
-        """Each broker's Metadata answer (`kernel.db.HasLeaderViews`)."""
-        return {n.name: leader_views(self.client_address(n), topic) for n in self.nodes}
 
     def _registrations(self, timeout: float = 3.0) -> dict[int, int] | None:
         """Broker id -> the czxid of its current registration under /brokers/ids; None when ZooKeeper
@@ -289,14 +257,7 @@ class LogbrokerDB:
 
     def teardown_all(self) -> None:
         self.close()
-        errors = []
-        for node in self.nodes:
-            try:
-                self.teardown_node(node)
-            except RemoteError as e:  # keep tearing down the others; report after
-                errors.append(str(e))
-        if errors:
-            raise RemoteError("cluster", "teardown failed on some nodes: " + "; ".join(errors))
+        on_every_node(self.nodes, self.teardown_node, "teardown")
 
     def setup_node(self, node: Node) -> None:
         self._install_configs(node)
@@ -389,18 +350,6 @@ class LogbrokerDB:
         lazyfs.wipe(self._r(node), bl.BROKER_DATA)
 
     # --- Net and Clock ---------------------------------------------------------------------------
-    def _net(self) -> IptablesNet:
-        return IptablesNet(Cluster(self.nodes, self.remotes))
-
-    def drop(self, cut: Cut) -> None:
-        self._net().drop(cut)
-
-    def lift(self, cut: Cut) -> None:
-        self._net().lift(cut)
-
-    def heal_net(self) -> None:
-        self._net().heal_net()
-
     def set_clock(self, node: Node, seconds: float) -> None:
         """libfaketime's offset file, which the broker reads on every wall-clock call."""
         faketime.set_clock(self._r(node), seconds)

@@ -17,16 +17,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.db import faketime, kafka_admin, lazyfs, pidfile
-from harness.db.api_versions import api_keys
-from harness.db.iptables import IptablesNet
+from harness.db.every_node import on_every_node
+from harness.db.iptables import IptablesCapability
+from harness.db.kafka_reads import KafkaReads
 from harness.db.kafka_view import MetadataView
-from harness.db.metadata_views import leader_views
 from harness.db.offsets import leader_ends, stable_ends
-from harness.db.transactions import open_transactions
 from harness.systems.process.config import ProcessConfig, ProcessSystemConfig
 from kernel import layout
-from kernel.capabilities import Cut
-from kernel.db import Cluster, LeaderEnd, LeaderView, PartitionState, StableEnd, recovered
+from kernel.db import Cluster, LeaderEnd, PartitionState, recovered
 from kernel.errors import ChaosError, ProvisionError, RemoteError
 from kernel.node import Node
 from kernel.remote import Remote
@@ -39,7 +37,7 @@ STARTED_S = 1.0
 LOG_TAIL = 12
 
 
-class ProcessDB:
+class ProcessDB(KafkaReads, IptablesCapability):
     """Implements DB, Killable, Pausable, Net, Clock, Disk, ClusterView, Recovering, HasLogFiles,
     HasApiVersions, HasLeaderViews and HasStableEnds for a broker described by a file. Which faults a
     run may use is the declaration's business (`decl`: the roles and capabilities the file claims)."""
@@ -115,14 +113,7 @@ class ProcessDB:
 
     def teardown(self, cluster: Cluster) -> None:
         self.attach(cluster)
-        errors = []
-        for node in self.nodes:
-            try:
-                self._teardown_node(node)
-            except RemoteError as e:  # keep tearing down the others; report after
-                errors.append(str(e))
-        if errors:
-            raise RemoteError("cluster", "teardown failed on some nodes: " + "; ".join(errors))
+        on_every_node(self.nodes, self._teardown_node, "teardown")
 
     def _teardown_node(self, node: Node) -> None:
         for proc in reversed(self.config.processes):
@@ -143,9 +134,6 @@ class ProcessDB:
 
     def close(self) -> None:
         return None
-
-    def api_keys(self, node: Node) -> set[int] | str:
-        return api_keys(self.client_address(node))
 
     def deployed(self, node: Node) -> bool:
         """Whether the broker ran on `node` (its pid file exists): `chaos heal` restarts only those."""
@@ -225,7 +213,7 @@ class ProcessDB:
     def resume(self, node: Node, *, process: str = "broker") -> None:
         self._r(node).exec(pidfile.signal_cmd(self._proc(process).pid_file, "CONT"), timeout=15)
 
-    # --- Disk, Clock, Net ----------------------------------------------------------------------
+    # --- Disk and Clock (Net: `IptablesCapability`) ---------------------------------------------
     def _disk(self) -> str:
         disk = self.config.broker().disk
         if disk is None:
@@ -242,18 +230,6 @@ class ProcessDB:
 
     def set_clock(self, node: Node, seconds: float) -> None:
         faketime.set_clock(self._r(node), seconds)
-
-    def _net(self) -> IptablesNet:
-        return IptablesNet(Cluster(self.nodes, self.remotes))
-
-    def drop(self, cut: Cut) -> None:
-        self._net().drop(cut)
-
-    def lift(self, cut: Cut) -> None:
-        self._net().lift(cut)
-
-    def heal_net(self) -> None:
-        self._net().heal_net()
 
     # --- ClusterView and recovery, over Kafka's Metadata ----------------------------------------
     def controller(self) -> Node | None:
@@ -283,12 +259,8 @@ class ProcessDB:
         gives its HW as both ends: its log end is not to be had over the protocol)."""
         out: dict[int, LeaderEnd] = {}
         view = self.view
-        by_leader: dict[str, list[int]] = {}
-        for p in range(partitions):
-            if (leader := view.leader(topic, p)) is not None:
-                by_leader.setdefault(leader.name, []).append(p)
-        for name, keys in by_leader.items():
-            node = next(n for n in self.nodes if n.name == name)
+        for name, keys in self.by_leader(topic, partitions).items():
+            node = self.node_named(name)
             got = leader_ends(self.client_address(node), view.broker_id(node), topic, keys)
             if len(got) < len(keys):
                 hw = stable_ends(self.client_address(node), topic, [k for k in keys if k not in got])
@@ -297,22 +269,6 @@ class ProcessDB:
                 got.update({k: LeaderEnd(e.hw, e.hw, epochs[k]) for k, e in hw.items() if k in epochs})
             out.update(got)
         return out
-
-    def stable_ends(self, topic: str, partitions: int) -> dict[int, StableEnd]:
-        out: dict[int, StableEnd] = {}
-        for p in range(partitions):
-            if (leader := self.leader(topic, p)) is not None:
-                out.update(stable_ends(self.client_address(leader), topic, [p]))
-        return out
-
-    def open_transactions(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for n in self.nodes:
-            out.update(open_transactions(self.client_address(n)))
-        return out
-
-    def leader_views(self, topic: str) -> dict[str, dict[int, LeaderView] | str]:
-        return {n.name: leader_views(self.client_address(n), topic) for n in self.nodes}
 
     # --- files ---------------------------------------------------------------------------------
     def logs(self, node: Node) -> dict[str, bytes]:
