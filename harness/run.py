@@ -28,6 +28,7 @@ from typing import Any
 from harness.client_log import client_log
 from harness.phases import armed, collected, deployed, drained, healed, provisioned, recorded, recording
 from harness.signals import signum_of, stop_signals
+from kernel.db import HasReplicaDumps
 from kernel.errors import ChaosError, Interrupted
 from kernel.nemesis import PlannedFault
 from kernel.test import Test
@@ -62,7 +63,8 @@ def phase_line(test: Test, phase: str) -> str | None:
         "workload": f"running the {s.workload} workload for {s.time_limit:g} s under {fams}",
         "heal": "healing every fault and waiting for the cluster to recover",
         "drain": "draining: reading every partition to its end",
-        "collect": "collecting replica dumps and node logs",
+        "collect": "collecting replica dumps and node logs" if isinstance(test.db, HasReplicaDumps)
+                   else "collecting node logs",
         "check": "checking the history",
     }.get(phase)
 

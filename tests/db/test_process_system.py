@@ -59,15 +59,17 @@ def test_our_broker_as_a_process_system_is_valid_under_faults(chaos_home: Path, 
 
 def test_a_bug_switch_turned_on_through_the_files_environment_is_caught(chaos_home: Path, tmp_path: Path) -> None:
     """`ack-before-replication` acknowledges a produce before its followers have it: a leader killed
-    right after loses acknowledged records. The switch reaches the broker only through the file's [env]."""
+    right after loses acknowledged records. The switch reaches the broker only through the file's [env].
+    Its targeted mix (`harness/detect.py`) at the default rate caught it in each of the runs tried by
+    hand (seeds 3000, 3001); three seeds make a miss by chance unlikely, and any one catch passes."""
     text = EXAMPLE.read_text().replace('LOGBROKER_BUGS = ""', 'LOGBROKER_BUGS = "ack-before-replication"')
     assert "ack-before-replication" in text
     buggy = tmp_path / "buggy.toml"
     buggy.write_text(text)
     store = tmp_path / "store"
-    res = run_chaos("run", f"--system=process:{buggy}", *ARGS, "--time-limit", "40", "--nemesis-interval", "4",
-                    "--nemesis", "kill-leader", "--test-count", "3", "--store", str(store), "--seed", "3000",
-                    "--cluster", "pytest-proc-bug", timeout=1800)
+    res = run_chaos("run", f"--system=process:{buggy}", "--nodes", "3", "--no-progress", "--time-limit", "45",
+                    "--nemesis-interval", "6", "--nemesis", "kill-leader,double-failover", "--test-count", "3",
+                    "--store", str(store), "--seed", "3000", "--cluster", "pytest-proc-bug", timeout=1800)
     verdicts = [json.loads((d / "results.json").read_text()) for d in _run_dirs(store)]
     said = [v.get("error_types") for v in verdicts]
     assert res.returncode == 1, f"exit {res.returncode}: {said} {res.stderr[-2000:]}"

@@ -28,6 +28,7 @@ from harness.db import faketime, kafka_admin, lazyfs, pidfile
 from harness.db.every_node import on_every_node
 from harness.db.iptables import IptablesCapability
 from harness.db.kafka_reads import KafkaReads
+from harness.db.node_locks import NodeLocks
 from harness.db.offsets import leader_ends
 from harness.systems.logbroker import layout as bl
 from harness.systems.logbroker import zk_layout as zkp
@@ -114,6 +115,7 @@ class LogbrokerDB(KafkaReads, IptablesCapability):
         self.nodes: list[Node] = []
         self.remotes: Mapping[str, Remote] = {}
         self._zk_lock = threading.Lock()
+        self._locks = NodeLocks()
         self._zk: object | None = None  # a kazoo.client.KazooClient, created lazily
         # broker id -> the czxid of the registration it had when we (re)started it (None: it had none);
         # until a newer one appears, the old ephemeral of a killed process may still be listed (recovered)
@@ -302,17 +304,20 @@ class LogbrokerDB(KafkaReads, IptablesCapability):
         return self.pid(node, "zookeeper")
 
     def start(self, node: Node) -> None:
-        """Start the broker under libfaketime (START_BROKER in the image) unless it already runs."""
-        if self.broker_pid(node) is not None:
-            return
-        registered = self._registrations()
-        if registered is not None:  # unknown: any registration will do, as before
-            self._restarting[self.broker_id(node)] = registered.get(self.broker_id(node))
-        bugs = " ".join(f"--bug {shlex.quote(b)}" for b in self.settings.bugs)
-        self._r(node).exec(f"rm -f {bl.BROKER_PIDFILE}; {bl.START_BROKER} {bugs}", timeout=30)
+        """Start the broker under libfaketime (START_BROKER in the image) unless it already runs
+        (one fault at a time per node: `harness/db/node_locks.py`)."""
+        with self._locks.of(node):
+            if self.broker_pid(node) is not None:
+                return
+            registered = self._registrations()
+            if registered is not None:  # unknown: any registration will do, as before
+                self._restarting[self.broker_id(node)] = registered.get(self.broker_id(node))
+            bugs = " ".join(f"--bug {shlex.quote(b)}" for b in self.settings.bugs)
+            self._r(node).exec(f"rm -f {bl.BROKER_PIDFILE}; {bl.START_BROKER} {bugs}", timeout=30)
 
     def kill(self, node: Node) -> None:
-        self._kill(node, "broker")
+        with self._locks.of(node):
+            self._kill(node, "broker")
 
     def start_zookeeper(self, node: Node) -> None:
         self._r(node).exec(zookeeper.start_command(), timeout=30)

@@ -21,6 +21,7 @@ from harness.db.every_node import on_every_node
 from harness.db.iptables import IptablesCapability
 from harness.db.kafka_reads import KafkaReads
 from harness.db.kafka_view import MetadataView
+from harness.db.node_locks import NodeLocks
 from harness.db.offsets import leader_ends, stable_ends
 from harness.systems.process.config import ProcessConfig, ProcessSystemConfig
 from kernel import layout
@@ -49,6 +50,7 @@ class ProcessDB(KafkaReads, IptablesCapability):
         self.nodes: list[Node] = []
         self.remotes: Mapping[str, Remote] = {}
         self._restarted: set[str] = set()
+        self._locks = NodeLocks()
 
     def attach(self, cluster: Cluster) -> ProcessDB:
         self.nodes = list(cluster.nodes)
@@ -150,19 +152,26 @@ class ProcessDB(KafkaReads, IptablesCapability):
         res = self._r(node).exec(pidfile.alive_cmd(self._proc(name).pid_file), check=False, timeout=15)
         return pidfile.parse_pid(res.stdout, res.ok)
 
-    def start_process(self, node: Node, proc: ProcessConfig) -> None:
-        """Run `start` unless the process runs; a start that fails or whose process is gone within a
-        second is one sentence with the last lines of its logs (exit 5)."""
-        if self.pid(node, proc.name) is not None:
-            return
-        res = self._run(node, f"rm -f {shlex.quote(proc.pid_file)}; {proc.start}", proc, timeout=60, check=False)
-        if res.ok:
-            time.sleep(STARTED_S)
+    def start_process(self, node: Node, proc: ProcessConfig, *, confirm: bool = True) -> None:
+        """Run `start` unless the process runs (one fault at a time per node: `harness/db/node_locks.py`).
+        A start command that fails, or (with `confirm`, at deployment) whose process is gone a second
+        later, is one sentence with the last lines of its logs (exit 5). A restart by a fault is not
+        confirmed that way: an overlapping fault may kill it again at once, and the recovery wait is
+        what says whether it came back."""
+        with self._locks.of(node):
             if self.pid(node, proc.name) is not None:
                 return
-            why = f"its process is not running {STARTED_S:g} s later (pid file {proc.pid_file})"
-        else:
-            why = f"the start command exited {res.exit_status}"
+            res = self._run(node, f"rm -f {shlex.quote(proc.pid_file)}; {proc.start}", proc, timeout=60,
+                            check=False)
+            if res.ok and not confirm:
+                return
+            if res.ok:
+                time.sleep(STARTED_S)
+                if self.pid(node, proc.name) is not None:
+                    return
+                why = f"its process is not running {STARTED_S:g} s later (pid file {proc.pid_file})"
+            else:
+                why = f"the start command exited {res.exit_status}"
         raise RemoteError(node.name, f"{proc.name} did not start: {why}; {self._tail(node, proc, res)}")
 
     def _tail(self, node: Node, proc: ProcessConfig, res: Any) -> str:
@@ -199,13 +208,15 @@ class ProcessDB(KafkaReads, IptablesCapability):
     def start(self, node: Node) -> None:
         """Killable: start the broker on `node` if it is not running (and wait until it serves)."""
         proc = self.config.broker()
-        if self.pid(node, proc.name) is not None:
-            return
-        self._restarted.add(node.name)
-        self.start_process(node, proc)
+        with self._locks.of(node):
+            if self.pid(node, proc.name) is not None:
+                return
+            self._restarted.add(node.name)
+            self.start_process(node, proc, confirm=False)
 
     def kill(self, node: Node) -> None:
-        self._r(node).exec(pidfile.kill_cmd(self.config.broker().pid_file), timeout=30)
+        with self._locks.of(node):
+            self._r(node).exec(pidfile.kill_cmd(self.config.broker().pid_file), timeout=30)
 
     def pause(self, node: Node, *, process: str = "broker") -> None:
         self._r(node).exec(pidfile.signal_cmd(self._proc(process).pid_file, "STOP"), timeout=15)
