@@ -168,8 +168,8 @@ def make_db(spec: RunSpec, system: System | None = None) -> Any:
     return (system or get_system(spec.system)).make_db(spec)
 
 
-def _schedule(spec: RunSpec, node_names: list[str]) -> list[PlannedFault]:
-    t = get_system(spec.system).timeouts(spec)  # the timeouts the system deploys (its settings record)
+def _schedule(spec: RunSpec, system: System, node_names: list[str]) -> list[PlannedFault]:
+    t = system.timeouts(spec)  # the timeouts the system deploys (its settings record)
     world = PlanWorld(node_names, spec.partitions, spec.replication_factor,
                       session_timeout_s=t.session_s, replica_lag_s=t.replica_lag_s)
     return plan_faults(spec.seed, list(spec.nemesis), interval_s=spec.nemesis_interval,
@@ -207,7 +207,7 @@ def build_test(spec: RunSpec, *, spark_master: str | None = None, elle_cli: str 
         runtime=runtime,
         connect=connect,
         workload=get_workload(spec.workload),
-        nemesis=NemesisPackage(families_needed(list(spec.nemesis)), partial(_schedule, spec)),
+        nemesis=NemesisPackage(families_needed(list(spec.nemesis)), partial(_schedule, spec, system)),
         checker=KafkaChecker(spark_master, elle_cli),
         info={"nemesis_perf": {k: v.to_json() for k, v in nemesis_perf().items()}, "system": system_facts(system)},
         system=system,

@@ -21,7 +21,10 @@ NAMES = ("logbroker", "process:FILE.toml")
 
 
 def system_name(name: str) -> str:
-    """The name test.json saves: the spec's, or the default when it names none."""
+    """The name test.json saves: the spec's, or the default when it names none; a process system's
+    file by its absolute path, so `chaos replay` finds it from any directory."""
+    if name.startswith(PROCESS_PREFIX):
+        return PROCESS_PREFIX + str(Path(name[len(PROCESS_PREFIX):]).expanduser().resolve())
     return name or DEFAULT
 
 

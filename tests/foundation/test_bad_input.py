@@ -91,8 +91,8 @@ SOLO = "process:solo.toml"
 CASES: list[Case] = [
     # --- systems under test: names, files and what a system cannot act out ----------------------
     Case("run-system-unknown", [*RUN, "--system", "kafka9"], 3, "unknown system 'kafka9'; choose one of: logbroker"),
-    Case("run-system-file-missing", [*RUN, "--system", "process:nope.toml"], 3, "system file nope.toml does not exist"),
-    Case("run-system-not-toml", [*RUN, "--system", SOLO], 3, "system file solo.toml is not valid TOML",
+    Case("run-system-file-missing", [*RUN, "--system", "process:nope.toml"], 3, "nope.toml does not exist"),
+    Case("run-system-not-toml", [*RUN, "--system", SOLO], 3, "solo.toml is not valid TOML: Invalid value (at line 1",
          files={"solo.toml": "name = \n"}),
     Case("run-system-missing-key", [*RUN, "--system", SOLO], 3, "solo.toml:4: [[process]] #1 has no 'start'",
          files={"solo.toml": system_file(start=None)}),
