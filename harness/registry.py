@@ -26,6 +26,7 @@ from kernel.nemesis import Family, PlannedFault, PlanWorld, kind_needs
 from kernel.spec import RunSpec
 from kernel.system import System
 from kernel.test import NemesisPackage, Test
+from kernel.workload import Workload
 from nemesis import validate as validate_nemesis
 from nemesis.registry import expand, families_needed
 from nemesis.registry import perf as nemesis_perf
@@ -81,10 +82,10 @@ def _feature_hint(feature: str) -> str:
             "idempotence": " (add --no-idempotence)"}.get(feature, "")
 
 
-def features_needed(spec: RunSpec, workload: Any) -> tuple[str, ...]:
+def features_needed(spec: RunSpec, workload: Workload) -> tuple[str, ...]:
     """The Kafka features a run needs of the brokers: what its workload names, plus consumer groups
     when consumers subscribe and idempotence when producers are idempotent."""
-    out = list(getattr(workload, "features", ()))
+    out = list(workload.features)
     if workload.transactional is not None and "transactions" not in out:
         out.append("transactions")
     if "subscribe" in spec.sub_via and "consumer-groups" not in out:

@@ -111,3 +111,7 @@ class Workload:
     #: set when its client needs a transactional producer and a read_committed consumer: the
     #: backend's `connect` then hands out its `workloads.txn.TxnConnection`, set up from these
     transactional: TxnSettings | None = None
+    #: the Kafka features its client needs of the brokers (`kernel.system.FEATURES`) beyond what the
+    #: run's settings imply (a transactional workload needs transactions, a subscribing consumer
+    #: consumer groups, an idempotent producer idempotence: `harness.registry.features_needed`)
+    features: tuple[str, ...] = ()

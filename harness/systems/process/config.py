@@ -192,6 +192,10 @@ def load(path: Path) -> ProcessSystemConfig:
     names = [p.name for p in procs]
     if len(set(names)) != len(names):
         raise UsageError(f"{path}: two [[process]] tables share a name ({', '.join(names)})")
+    disks = [p.name for p in procs if p.disk]
+    if len(disks) > 1:
+        raise UsageError(f"{path}: only one process may name a `disk` (a node has one FUSE disk), not "
+                         f"{', '.join(disks)}")
     brokers = [p for p in procs if "broker" in p.roles]
     if not brokers:
         raise UsageError(f"{path}: no [[process]] plays the broker role (roles = [\"broker\", ...])")

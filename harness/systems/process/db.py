@@ -118,7 +118,11 @@ class ProcessDB(KafkaReads, IptablesCapability):
         on_every_node(self.nodes, self._teardown_node, "teardown")
 
     def _teardown_node(self, node: Node) -> None:
+        """Each process stopped in reverse order (its `stop` first, when the file gives one, then a
+        SIGKILL of whatever its pid file still names), its disk unmounted, its data and the clock reset."""
         for proc in reversed(self.config.processes):
+            if proc.stop:
+                self._run(node, proc.stop, proc, timeout=60, check=False)
             self._r(node).exec(pidfile.kill_cmd(proc.pid_file), timeout=30)
             if proc.disk:
                 lazyfs.unmount(self._r(node), proc.disk)
