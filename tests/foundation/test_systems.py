@@ -90,3 +90,13 @@ def test_the_shipped_process_file_describes_our_broker() -> None:
     refused = kind_refusals(f"process:{EXAMPLE}")
     assert sorted(refused) == ["move-elect", "move-reassign"], refused  # reassignment is our native extra
     assert "Reassignable" in refused["move-reassign"]
+
+
+def test_a_file_with_two_disks_is_refused(tmp_path: Path) -> None:
+    """A node has one FUSE disk (one lazyfs pid file): two processes naming a `disk` cannot both get one."""
+    text = EXAMPLE.read_text().replace('pid_file = "/run/chaos/zookeeper.pid"',
+                                       'pid_file = "/run/chaos/zookeeper.pid"\ndisk = "/var/lib/chaos-zookeeper"')
+    f = tmp_path / "two.toml"
+    f.write_text(text)
+    with pytest.raises(UsageError, match="only one process may name a `disk`"):
+        load(f)
