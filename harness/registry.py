@@ -28,7 +28,7 @@ from kernel.system import System
 from kernel.test import NemesisPackage, Test
 from kernel.workload import Workload
 from nemesis import validate as validate_nemesis
-from nemesis.registry import expand, families_needed
+from nemesis.registry import families_needed
 from nemesis.registry import perf as nemesis_perf
 from nemesis.registry import resolve as resolve_nemesis
 from nemesis.schedule import plan as plan_faults
@@ -71,9 +71,8 @@ def preflight(spec: RunSpec) -> RunSpec:
             raise UsageError(f"system {system.name} does not serve {feature}, which the {spec.workload} workload "
                              f"with these settings needs{_feature_hint(feature)}")
     db = _db(spec, system)
-    spec = replace(spec, nemesis=resolve_nemesis(spec.nemesis, refusal(spec, system, db)))
-    check_capabilities(spec, db, system)
-    return spec
+    # every kind left is one the system and the backend can act out: `resolve` refused or left out the rest
+    return replace(spec, nemesis=resolve_nemesis(spec.nemesis, refusal(spec, system, db)))
 
 
 def _feature_hint(feature: str) -> str:
@@ -130,15 +129,6 @@ def kind_refusals(system_name: str, provisioner: str = "docker") -> dict[str, st
             if (reason := why(fam, kind)) is not None:
                 out[f"{name}-{kind}"] = reason
     return out
-
-
-def check_capabilities(spec: RunSpec, db: Any, system: System | None = None) -> None:
-    """A kind the system or the backend cannot act out is refused before anything starts (never
-    recorded as started and stopped without happening)."""
-    why = refusal(spec, system or get_system(spec.system), db)
-    for fam_name, kind in expand(list(spec.nemesis)):
-        if (reason := why(families_needed([fam_name])[fam_name], kind)) is not None:
-            raise UsageError(reason)
 
 
 def judge_many(run_dirs: list[Path], spark_master: str | None = None) -> list[Any]:

@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from kernel.errors import UsageError
+
 if TYPE_CHECKING:
     from kernel.db import DB
     from kernel.spec import RunSpec
@@ -169,8 +171,6 @@ class System(Protocol):
 
 def check_features(system: str, features: Iterable[str], advertised: Iterable[int]) -> None:
     """Raise a `UsageError` naming the first feature whose APIs a broker does not advertise."""
-    from kernel.errors import UsageError
-
     keys = set(advertised)
     for feature in features:
         if missing := missing_apis(feature, keys):

@@ -136,7 +136,7 @@ def expand(names: list[str]) -> list[tuple[str, str]]:
 def validate(names: list[str]) -> None:
     """One short sentence, before anything starts, for an unknown name: the closest known names (a
     typo), else the families, and where every kind is listed. (Whether a backend can act a family
-    out is the orchestrator's question: `harness.registry.check_capabilities`.)"""
+    out is the orchestrator's question: `harness.registry.refusal`, applied through `resolve`.)"""
     import difflib
 
     known = known_names()

@@ -71,15 +71,6 @@ class MetadataView:
                 return n
         return self.nodes[broker_id - 1] if 1 <= broker_id <= len(self.nodes) else None
 
-    def broker_id(self, node: Node) -> int:
-        """`node`'s broker id as the cluster reports it (node order when it does not say)."""
-        got = self.answer(None)
-        if got is not None:
-            for bid in got.brokers:
-                if self.node_of(bid, got.brokers) == node:
-                    return bid
-        return [n.name for n in self.nodes].index(node.name) + 1
-
     def registered(self) -> set[str] | None:
         """The names of the nodes whose brokers the cluster lists now (None: no broker answered)."""
         got = self.answer(None)

@@ -16,6 +16,7 @@ file's `[env]` and the process's own `env`.
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,7 +159,7 @@ def load(path: Path) -> ProcessSystemConfig:
         raise UsageError(str(e).replace("config file", "system file", 1)) from None
     text = path.read_text(encoding="utf-8")
     lines = _Lines(text)
-    raw = tomllib_raw(text)
+    raw = tomllib.loads(text)  # the keys as written (`load_toml` turns dashes into underscores)
     _check(raw, TOP_KEYS, "the file", path, lines, None)
     if not _NAME.match(raw["name"]):
         raise UsageError(f"{path}:{lines.of('name')}: name must be lowercase letters, digits and dashes, "
@@ -207,9 +208,3 @@ def load(path: Path) -> ProcessSystemConfig:
         tuple(raw.get("features", FEATURES)), tuple(raw.get("install", ())), int(raw.get("session_timeout_ms", 6000)),
         int(raw.get("replica_lag_ms", 10000)), _env(raw.get("env", {})), raw.get("client_port"))
 
-
-def tomllib_raw(text: str) -> dict[str, Any]:
-    """The file's keys as written (`kernel.spec.load_toml` turns dashes into underscores)."""
-    import tomllib
-
-    return tomllib.loads(text)

@@ -176,10 +176,12 @@ class ProcessDB(KafkaReads, IptablesCapability):
                 why = f"its process is not running {STARTED_S:g} s later (pid file {proc.pid_file})"
             else:
                 why = f"the start command exited {res.exit_status}"
-        raise RemoteError(node.name, f"{proc.name} did not start: {why}; {self._tail(node, proc, res)}")
+        tail = self._tail(node, proc, res.stderr or res.stdout or "")
+        raise RemoteError(node.name, f"{proc.name} did not start: {why}; {tail}")
 
-    def _tail(self, node: Node, proc: ProcessConfig, res: Any) -> str:
-        out = [line for line in (res.stderr or res.stdout or "").strip().splitlines()[-LOG_TAIL:]]
+    def _tail(self, node: Node, proc: ProcessConfig, output: str = "") -> str:
+        """The last lines of the process's first log that has any, else of `output` (its start's)."""
+        out = output.strip().splitlines()[-LOG_TAIL:]
         for path in proc.log_files:
             got = self._r(node).exec(f"tail -n {LOG_TAIL} {shlex.quote(path)}", check=False, timeout=15)
             if got.ok and got.stdout.strip():
@@ -193,7 +195,7 @@ class ProcessDB(KafkaReads, IptablesCapability):
         while True:
             if self.pid(node, proc.name) is None:
                 raise RemoteError(node.name, f"{proc.name} stopped while starting; "
-                                             f"{self._tail(node, proc, self._r(node).exec('true'))}")
+                                             f"{self._tail(node, proc)}")
             if proc.ports:
                 try:
                     with socket.create_connection((node.ip, proc.ports[0]), timeout=2):
@@ -206,7 +208,7 @@ class ProcessDB(KafkaReads, IptablesCapability):
                 seen = f"`{proc.ready}` failed"
             if time.monotonic() > deadline:
                 raise ProvisionError(f"{proc.name} on {node.name} did not serve within {proc.start_timeout_s} s "
-                                     f"({seen}); {self._tail(node, proc, self._r(node).exec('true'))}")
+                                     f"({seen}); {self._tail(node, proc)}")
             time.sleep(0.3)
 
     def start(self, node: Node) -> None:
@@ -236,8 +238,9 @@ class ProcessDB(KafkaReads, IptablesCapability):
         return disk
 
     def crash(self, node: Node, *, lose_unfsynced: bool) -> dict[str, Any]:
+        if lose_unfsynced:
+            self._disk()  # a broker without a disk is refused before it is killed
         self.kill(node)
-        self._disk()
         return lazyfs.lose_unfsynced(self._r(node)) if lose_unfsynced else {}
 
     def wipe(self, node: Node) -> None:
@@ -272,16 +275,24 @@ class ProcessDB(KafkaReads, IptablesCapability):
     def leader_ends(self, topic: str, partitions: int) -> dict[int, LeaderEnd]:
         """HW and log end from each leader (ListOffsets; a broker that refuses a replica's ListOffsets
         gives its HW as both ends: its log end is not to be had over the protocol)."""
-        out: dict[int, LeaderEnd] = {}
         view = self.view
-        for name, keys in self.by_leader(topic, partitions).items():
-            node = self.node_named(name)
-            got = leader_ends(self.client_address(node), view.broker_id(node), topic, keys)
-            if len(got) < len(keys):
-                hw = stable_ends(self.client_address(node), topic, [k for k in keys if k not in got])
-                epochs = {k: s.leader_epoch for k in hw
-                          if (s := view.partition(topic, k)) is not None and s.leader_epoch is not None}
-                got.update({k: LeaderEnd(e.hw, e.hw, epochs[k]) for k, e in hw.items() if k in epochs})
+        md = view.answer(topic)  # one Metadata answer names every leader, its broker id and its epoch
+        if md is None:
+            return {}
+        by_leader: dict[int, list[int]] = {}
+        for p, (leader, _, _, _) in md.partitions.items():
+            if p < partitions and leader >= 0:
+                by_leader.setdefault(leader, []).append(p)
+        out: dict[int, LeaderEnd] = {}
+        for bid, keys in by_leader.items():
+            node = view.node_of(bid, md.brokers)
+            if node is None:
+                continue
+            got = leader_ends(self.client_address(node), bid, topic, keys)
+            if missing := [k for k in keys if k not in got]:
+                hw = stable_ends(self.client_address(node), topic, missing)
+                got.update({k: LeaderEnd(e.hw, e.hw, md.partitions[k][1]) for k, e in hw.items()
+                            if md.partitions[k][1] >= 0})
             out.update(got)
         return out
 
