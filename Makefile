@@ -8,7 +8,7 @@ STAMP := .venv/.stamp-$(shell cat pyproject.toml cluster-impl/pyproject.toml | s
 DEBS  := debootstrap zookeeper libfaketime faketime iptables openjdk-17-jre-headless openssh-client chromium
 
 .PHONY: run test deps venv image check bench bench-cluster bench-broker bench-cluster-impl bench-check bench-run \
-        bench-detect bench-fuzz bench-sim bench-fleet bench-txn clean-cluster
+        bench-detect bench-fuzz bench-sim bench-fleet bench-txn clean-cluster tansu
 
 # The default chaos run: 5 nodes, 60 s of the queue workload under every fault family, checked.
 # ARGS: flags of `chaos run` (make run ARGS='--nodes 3 --seed 7').
@@ -16,7 +16,12 @@ ARGS :=
 run: deps venv image
 	@$(CHAOS) run $(ARGS)
 
-test: deps venv image check
+# Tansu (crates.io), the foreign broker of `--system tansu`: built with cargo once per machine (about
+# 20 minutes on 2 cores; log in .build/logs/), then a layer of the node image. Never part of `make run`.
+tansu: deps venv image
+	@$(CHAOS) systems tansu --build
+
+test: deps venv image tansu check
 	$(PY) -m pytest -p no:cacheprovider
 
 # Install steps are quiet: one line each, their tools' output in $(LOGS)/ (shown when a step fails).

@@ -29,6 +29,7 @@ from kernel.db import DB, Cluster, HasApiVersions, HasLeaderViews, HasLogFiles, 
 from kernel.errors import ChaosError, ProvisionError
 from kernel.history import HistoryWriter
 from kernel.nemesis import NemesisContext, PlannedFault
+from kernel.node import Node
 from kernel.runtime import Runtime
 from kernel.store import RunDir
 from kernel.system import check_features
@@ -146,6 +147,13 @@ def deployed(test: Test, cluster: Cluster, rec: RunRecord) -> Iterator[DB]:
                 _quietly("closing the DB", db.close)
 
 
+def broker_nodes(cluster: Cluster, db: DB) -> list[Node]:
+    """The nodes that run a broker: where clients connect (every node, unless the system places its
+    brokers on some of them: one SQLite-backed broker, brokers beside a store on the first node)."""
+    placed = getattr(db, "broker_nodes", None)
+    return list(placed()) if callable(placed) else list(cluster.nodes)
+
+
 def check_served(test: Test, cluster: Cluster, db: DB) -> None:
     """The brokers serve every Kafka feature the workload needs, as they advertise them (ApiVersions);
     else one sentence (exit 3), and the deployment is torn down on the way out. Asked of the first
@@ -153,7 +161,7 @@ def check_served(test: Test, cluster: Cluster, db: DB) -> None:
     if not test.features or not isinstance(db, HasApiVersions):
         return
     reasons = []
-    for node in cluster.nodes:
+    for node in broker_nodes(cluster, db):
         got = db.api_keys(node)
         if isinstance(got, str):
             reasons.append(f"{node.name}: {got}")
@@ -185,7 +193,8 @@ def recorded(test: Test, cluster: Cluster, db: DB, runner: NemesisRunner, rec: R
     """Workers and faults together for the time limit; the workers are joined before returning."""
     rec.enter("workload")
     spec, rt = test.spec, test.runtime
-    pool = WorkerPool(test.workload, spec, rec.history, cluster, db.client_address, test.connect, rt)
+    clients = Cluster(broker_nodes(cluster, db), cluster.remotes)
+    pool = WorkerPool(test.workload, spec, rec.history, clients, db.client_address, test.connect, rt)
     rec.start_clock()
     t0 = rt.now()
     runner.start()

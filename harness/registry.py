@@ -45,7 +45,7 @@ def preflight(spec: RunSpec) -> RunSpec:
     """Every registry-owned name in the spec exists, and the system and the backend can act every
     part of it out; or one sentence saying what is wrong. Returns the spec with `all` (and a family
     named whole) expanded into what the system can take."""
-    system = get_system(spec.system)
+    system = get_system(spec.system, spec.system_version)
     spec = replace(spec, system=system_name(spec.system))  # test.json names the system, default or not
     workload = get_workload(spec.workload)
     validate_nemesis(list(spec.nemesis))
@@ -156,12 +156,12 @@ def _db(spec: RunSpec, system: System | None = None) -> Any:
 
 def make_db(spec: RunSpec, system: System | None = None) -> Any:
     """The system's container deployment for `spec` (`chaos heal` and the tests attach it to nodes)."""
-    return (system or get_system(spec.system)).make_db(spec)
+    return (system or get_system(spec.system, spec.system_version)).make_db(spec)
 
 
 def _schedule(spec: RunSpec, system: System, node_names: list[str]) -> list[PlannedFault]:
     t = system.timeouts(spec)  # the timeouts the system deploys (its settings record)
-    world = PlanWorld(node_names, spec.partitions, spec.replication_factor,
+    world = PlanWorld(system.decl.hosts("broker", node_names) or node_names, spec.partitions, spec.replication_factor,
                       session_timeout_s=t.session_s, replica_lag_s=t.replica_lag_s)
     return plan_faults(spec.seed, list(spec.nemesis), interval_s=spec.nemesis_interval,
                        time_limit_s=spec.time_limit, world=world, max_active=spec.max_active)
@@ -175,11 +175,23 @@ def system_facts(system: System) -> dict[str, Any]:
                            "capabilities": sorted(p.capabilities)} for p in system.decl.processes]}
 
 
+def system_image(system: System) -> str | None:
+    """The node image a system's containers run: a user's own (a process file's `image`), the node image
+    plus the system's layer (built here, once per machine: `make tansu` does it ahead), or None for
+    the harness's node image. A build that fails is one sentence (exit 6 for cargo, 4 for docker)."""
+    if (layer := getattr(system, "image_layer", None)) is not None:
+        from harness.image.layer import ensure_layer
+
+        return ensure_layer(layer)
+    image: str | None = getattr(system, "image", None)
+    return image
+
+
 def build_test(spec: RunSpec, *, spark_master: str | None = None, elle_cli: str | None = None) -> Test:
     spec = preflight(spec)
-    system = get_system(spec.system)
+    system = get_system(spec.system, spec.system_version)
     opts: dict[str, object] = {"hosts": spec.hosts} if spec.provisioner == "ssh" else {}
-    if spec.provisioner == "docker" and (image := getattr(system, "image", None)):
+    if spec.provisioner == "docker" and (image := system_image(system)):
         opts["image"] = image
     db = _db(spec, system)
     provisioner = get_provisioner(spec.provisioner, spec.cluster, **opts)

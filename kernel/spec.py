@@ -44,6 +44,9 @@ class RunSpec:
     system: str = field(default="", metadata=_s(
         "System under test: a name `chaos systems` lists (default: our own broker, cluster-impl/), or "
         "process:FILE.toml (any Kafka-protocol broker that file describes)."))
+    system_version: str = field(default="", metadata=_s(
+        "Version of the system under test, for a system built from its registry (tansu: 0.6.0 unless "
+        "given); '' for the system's default."))
     nodes: int = field(default=5, metadata=_s("Number of nodes.", lo=1, hi=32,
                                               why="a cluster on one machine beyond 32 nodes is not a useful test"))
     nemesis: tuple[str, ...] = field(default=DEFAULT_NEMESIS, metadata=_s(

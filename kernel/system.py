@@ -5,8 +5,9 @@ kind is drawn only from what the DB supports (`satisfies?`). Here a system decla
 processes run on a node, which *roles* each plays (Kafka's own words: `broker`, `controller`,
 `coordinator`; and `metadata-store`, `storage` for what a broker keeps its state in) and which
 *capabilities* the harness has over each (`kill`, `pause`, `clock`, `lose-unfsynced`, `disk-loss`,
-`net`). A fault kind names the (role, capability) pairs it needs (`Need`), and a kind the chosen
-system cannot act out is refused before anything starts, naming the system and what it lacks.
+`net`: cut off from its peers, `client-net`: cut off from the clients). A fault kind names the
+(role, capability) pairs it needs (`Need`), and a kind the chosen system cannot act out is refused
+before anything starts, naming the system and what it lacks.
 
 This module names no system: the declarations live with each system (`harness/systems/`).
 """
@@ -25,11 +26,14 @@ if TYPE_CHECKING:
 
 #: the roles a process may play; a fault or a workload names these, never a program
 ROLES = ("broker", "controller", "coordinator", "metadata-store", "storage")
+#: which of a run's nodes run a process (node order): every one, the first, or all but the first
+PLACEMENTS = ("all", "first", "rest")
 #: what the harness can do to a process
-CAPABILITIES = ("kill", "pause", "clock", "lose-unfsynced", "disk-loss", "net")
+CAPABILITIES = ("kill", "pause", "clock", "lose-unfsynced", "disk-loss", "net", "client-net")
 #: how a refusal says each capability
 VERBS = {"kill": "kill", "pause": "pause", "clock": "skew the clock of", "lose-unfsynced":
-         "crash losing its unfsynced writes", "disk-loss": "wipe the disk of", "net": "cut off"}
+         "crash losing its unfsynced writes", "disk-loss": "wipe the disk of", "net": "cut off from its peers",
+         "client-net": "cut off from the clients"}
 #: the Kafka features a workload may need, each with the API keys a broker must advertise for it
 #: (ApiVersions): transactions need EndTxn (26), consumer groups JoinGroup (11) and OffsetCommit (8),
 #: idempotence InitProducerId (22)
@@ -67,8 +71,13 @@ class Process:
     capabilities: frozenset[str] = frozenset()
     data_dirs: tuple[str, ...] = ()
     log_files: tuple[str, ...] = ()
+    #: which nodes run it: `all`, `first` (one store or one broker for the whole cluster), or `rest`
+    #: (every node but the first, beside a process placed `first`)
+    placement: str = "all"
 
     def __post_init__(self) -> None:
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"process {self.name}: unknown placement {self.placement!r} ({', '.join(PLACEMENTS)})")
         for r in self.roles:
             if r not in ROLES:
                 raise ValueError(f"process {self.name}: unknown role {r!r} (roles: {', '.join(ROLES)})")
@@ -119,15 +128,39 @@ class SystemDecl:
         """The first of `needs` this system cannot act out (None: all of them)."""
         return next((n for n in needs if not self.can(n)), None)
 
+    def hosts(self, role: str, nodes: list[str]) -> list[str]:
+        """The names among `nodes` (a run's, in order) where some process playing `role` runs: what a
+        fault aimed at that role may hit, and where clients of a broker connect."""
+        return [n for i, n in enumerate(nodes) if any(placed(p.placement, i) for p in self.with_role(role))]
+
     def pausable(self) -> list[str]:
         """The names of every process the harness can pause (what a pause heal resumes)."""
         return [p.name for p in self.processes if "pause" in p.capabilities]
+
+
+def placed(placement: str, index: int) -> bool:
+    """Whether a process placed `placement` runs on the run's node number `index` (0-based)."""
+    return placement == "all" or (placement == "first") == (index == 0)
 
 
 def missing_apis(feature: str, advertised: Iterable[int]) -> list[str]:
     """The Kafka APIs of `feature` a broker that advertises `advertised` lacks, by Kafka's names."""
     have = set(advertised)
     return [API_NAMES.get(k, str(k)) for k in FEATURES[feature] if k not in have]
+
+
+@dataclass(frozen=True, slots=True)
+class ImageLayer:
+    """What a system adds to the harness's node image for the docker backend, as data: files from
+    this machine copied in (path in the image -> path here), then one shell command run in the
+    build. `key` names the contents (version, features, the files' digests): a layer is built once
+    per machine and key (`harness/image/layer.py`), and a system builds its files before it says
+    this (a binary from its registry)."""
+
+    name: str
+    key: str
+    files: tuple[tuple[str, str], ...]
+    run: str = "true"
 
 
 @dataclass(frozen=True, slots=True)

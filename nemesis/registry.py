@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from kernel.errors import UsageError
 from kernel.nemesis import Family, FaultPerf
+from nemesis.client_partition import ClientPartitionFamily
 from nemesis.clock import ClockFamily
 from nemesis.delayed_produce import DelayedProduceFamily
 from nemesis.disk_loss import DiskLossFamily
@@ -50,11 +51,15 @@ FAMILIES: dict[str, Callable[[], Family]] = {
     "disk-loss": DiskLossFamily,
     "delayed-produce": DelayedProduceFamily,
     "held-markers": HeldMarkersFamily,
+    "client-partition": ClientPartitionFamily,
 }
 #: the families only a transactional workload feels (late produces, transaction markers)
 TXN_ONLY = ("delayed-produce", "held-markers")
+#: the families named only explicitly: cuts between clients and one broker, the network fault of a
+#: broker without peers (`client-net`), came after the default schedule was pinned
+NAMED_ONLY = (*TXN_ONLY, "client-partition")
 #: `all`: every family but those, so every seed's default schedule stays what it was before they came
-DEFAULT = tuple(f for f in FAMILIES if f not in TXN_ONLY)
+DEFAULT = tuple(f for f in FAMILIES if f not in NAMED_ONLY)
 #: the name of every family at once (the default of `--nemesis`)
 ALL = "all"
 

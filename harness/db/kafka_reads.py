@@ -21,6 +21,10 @@ class KafkaReads:
     def client_address(self, node: Node) -> str:
         raise NotImplementedError
 
+    def broker_nodes(self) -> list[Node]:
+        """The nodes that run a broker (every node, unless the system places its brokers on some)."""
+        return self.nodes
+
     def leader(self, topic: str, partition: int) -> Node | None:
         raise NotImplementedError
 
@@ -49,10 +53,10 @@ class KafkaReads:
     def open_transactions(self) -> dict[str, str]:
         """Every broker's unfinished transactions (`kernel.db.HasStableEnds`)."""
         out: dict[str, str] = {}
-        for n in self.nodes:
+        for n in self.broker_nodes():
             out.update(open_transactions(self.client_address(n)))
         return out
 
     def leader_views(self, topic: str) -> dict[str, dict[int, LeaderView] | str]:
         """Each broker's Metadata answer (`kernel.db.HasLeaderViews`)."""
-        return {n.name: leader_views(self.client_address(n), topic) for n in self.nodes}
+        return {n.name: leader_views(self.client_address(n), topic) for n in self.broker_nodes()}

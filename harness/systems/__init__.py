@@ -2,6 +2,7 @@
 `system` field (`--system`, TOML `system`, saved in test.json).
 
 - `logbroker` (the default): our broker, `cluster-impl/`, on containers, ssh hosts or the simulator;
+- `tansu`: Tansu 0.6.0 (crates.io), a Kafka-protocol broker nobody here wrote, built with cargo (`tansu/`);
 - `process:FILE.toml`: any Kafka-protocol broker described by a TOML file (`process/`): its
   install/start/stop commands, ports, data directories, logs and pid files.
 
@@ -17,7 +18,7 @@ from kernel.system import System
 
 DEFAULT = "logbroker"
 PROCESS_PREFIX = "process:"
-NAMES = ("logbroker", "process:FILE.toml")
+NAMES = ("logbroker", "tansu", "process:FILE.toml")
 
 
 def system_name(name: str) -> str:
@@ -28,9 +29,16 @@ def system_name(name: str) -> str:
     return name or DEFAULT
 
 
-def get_system(name: str) -> System:
-    """The system `name` names ("" for the default), or one sentence saying which names there are."""
+def get_system(name: str, version: str = "") -> System:
+    """The system `name` names ("" for the default), or one sentence saying which names there are;
+    `version` is the release to build, for a system built from its registry (tansu)."""
     name = system_name(name)
+    if name == "tansu":
+        from harness.systems.tansu.system import TansuSystem
+
+        return TansuSystem(version)
+    if version:
+        raise UsageError(f"--system-version is for a system built from its registry (tansu), not {name}")
     if name == "logbroker":
         from harness.systems.logbroker.system import LogbrokerSystem
 

@@ -86,15 +86,33 @@ def test_pause_longer_than_session_timeout_expires_the_session(ctx: NemesisConte
 
 
 def _broker_log_time(ctx: NemesisContext, node: str) -> float:
-    """Make the broker log a line now (a malformed frame), and read the wall-clock time it stamped."""
+    """Make the broker log a line now (a malformed frame), and read the wall-clock time it stamped.
+
+    The line is found by this connection's own port and waited for with a deadline, not a fixed
+    sleep: right after a clock fault the broker may still be restarting under its new clock (refused
+    connections) or slow to log under load."""
     n = ctx.node(node)
-    with socket.create_connection((n.ip, bl.BROKER_PORT), timeout=5) as s:
-        s.sendall(b"\xff\xff\xff\xff")
-    time.sleep(0.5)
-    line = [ln for ln in _r(ctx, node).exec(f"tail -n 50 {bl.BROKER_LOG}").stdout.splitlines()
-            if "closing connection" in ln][-1]
-    stamp = re.match(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)", line).group(1)  # type: ignore[union-attr]
-    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    r = _r(ctx, node)
+    deadline = time.monotonic() + 30
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((n.ip, bl.BROKER_PORT), timeout=5) as s:
+                port = s.getsockname()[1]
+                s.sendall(b"\xff\xff\xff\xff")
+        except OSError as e:
+            last = f"connect: {e}"
+            time.sleep(0.5)
+            continue
+        inner = time.monotonic() + 5
+        while time.monotonic() < inner:
+            lines = r.exec(f"grep 'closing connection' {bl.BROKER_LOG} | grep -F ', {port})' || true").stdout
+            if m := re.match(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)", lines):
+                return datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            time.sleep(0.2)
+        last = f"no 'closing connection' line for port {port} within 5 s"
+    tail = r.exec(f"tail -n 20 {bl.BROKER_LOG}").stdout
+    raise AssertionError(f"{node}'s broker logged no line for a bad frame within 30 s ({last}); its log ends:\n{tail}")
 
 
 def test_clock_bump_moves_the_broker_wall_clock_not_the_hosts(ctx: NemesisContext) -> None:

@@ -7,7 +7,7 @@ from kernel.system import Process, SystemDecl
 
 BROKER = Process(
     "broker", ("broker", "controller", "coordinator"), (bl.BROKER_PORT,),
-    frozenset({"kill", "pause", "clock", "lose-unfsynced", "disk-loss", "net"}),
+    frozenset({"kill", "pause", "clock", "lose-unfsynced", "disk-loss", "net", "client-net"}),
     data_dirs=(bl.BROKER_DATA,), log_files=(bl.BROKER_LOG, bl.BROKER_CONFIG))
 ZOOKEEPER = Process(
     "zookeeper", ("metadata-store",), (bl.ZK_CLIENT_PORT, bl.ZK_PEER_PORT, bl.ZK_ELECTION_PORT),

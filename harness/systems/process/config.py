@@ -23,20 +23,21 @@ from typing import Any
 
 from kernel.errors import UsageError
 from kernel.spec import load_toml
-from kernel.system import CAPABILITIES, FEATURES, ROLES
+from kernel.system import CAPABILITIES, FEATURES, PLACEMENTS, ROLES
 
 #: key -> (type name, required); the schema a file is checked against
 TOP_KEYS: dict[str, tuple[str, bool]] = {
     "name": ("str", True), "version": ("str", False), "image": ("str", False), "features": ("list[str]", False),
     "install": ("list[str]", False), "session_timeout_ms": ("int", False), "replica_lag_ms": ("int", False),
     "env": ("table", False), "process": ("list[table]", True), "client_port": ("int", False),
+    "brokers_listed": ("int", False),
 }
 PROCESS_KEYS: dict[str, tuple[str, bool]] = {
     "name": ("str", True), "roles": ("list[str]", True), "ports": ("list[int]", False),
     "capabilities": ("list[str]", False), "pid_file": ("str", True), "start": ("str", True),
     "stop": ("str", False), "configure": ("list[str]", False), "ready": ("str", False),
     "data_dirs": ("list[str]", False), "disk": ("str", False), "log_files": ("list[str]", False),
-    "env": ("table", False), "start_timeout_s": ("int", False),
+    "env": ("table", False), "start_timeout_s": ("int", False), "nodes": ("str", False),
 }
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 
@@ -59,6 +60,8 @@ class ProcessConfig:
     log_files: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     start_timeout_s: int = 60
+    #: which nodes run it (`kernel.system.PLACEMENTS`): all, the first, or all but the first
+    nodes: str = "all"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,9 @@ class ProcessSystemConfig:
     replica_lag_ms: int = 10000
     env: dict[str, str] = field(default_factory=dict)
     client_port: int | None = None
+    #: how many brokers Metadata lists once the cluster serves (None: one per node that runs a broker);
+    #: 1 for a broker that lists only itself
+    brokers_listed: int | None = None
 
     def broker(self) -> ProcessConfig:
         return next(p for p in self.processes if "broker" in p.roles)
@@ -182,6 +188,9 @@ def load(path: Path) -> ProcessSystemConfig:
         if {"lose-unfsynced", "disk-loss"} & set(p.get("capabilities", [])) and "disk" not in p:
             raise UsageError(f"{path}:{lines.of('capabilities', i)}: {where} claims a disk capability but names no "
                              "`disk` (the data directory the harness mounts its FUSE disk over)")
+        if p.get("nodes", "all") not in PLACEMENTS:
+            raise UsageError(f"{path}:{lines.of('nodes', i)}: nodes in {where} must be one of "
+                             f"{', '.join(PLACEMENTS)}, not {p['nodes']!r}")
         if not _NAME.match(p["name"]):
             raise UsageError(f"{path}:{lines.of('name', i)}: process name must be lowercase letters, digits and "
                              f"dashes, not {p['name']!r}")
@@ -189,7 +198,7 @@ def load(path: Path) -> ProcessSystemConfig:
             p["name"], tuple(p["roles"]), p["pid_file"], p["start"], tuple(p.get("ports", ())),
             tuple(p.get("capabilities", ())), p.get("stop"), tuple(p.get("configure", ())), p.get("ready"),
             tuple(p.get("data_dirs", ())), p.get("disk"), tuple(p.get("log_files", ())), _env(p.get("env", {})),
-            int(p.get("start_timeout_s", 60))))
+            int(p.get("start_timeout_s", 60)), p.get("nodes", "all")))
     names = [p.name for p in procs]
     if len(set(names)) != len(names):
         raise UsageError(f"{path}: two [[process]] tables share a name ({', '.join(names)})")
@@ -206,5 +215,6 @@ def load(path: Path) -> ProcessSystemConfig:
     return ProcessSystemConfig(
         path, raw["name"], tuple(procs), raw.get("version"), raw.get("image"),
         tuple(raw.get("features", FEATURES)), tuple(raw.get("install", ())), int(raw.get("session_timeout_ms", 6000)),
-        int(raw.get("replica_lag_ms", 10000)), _env(raw.get("env", {})), raw.get("client_port"))
+        int(raw.get("replica_lag_ms", 10000)), _env(raw.get("env", {})), raw.get("client_port"),
+        raw.get("brokers_listed"))
 

@@ -30,7 +30,7 @@ from kernel.errors import ChaosError, ProvisionError, RemoteError
 from kernel.node import Node
 from kernel.remote import Remote
 from kernel.spec import RunSpec
-from kernel.system import SystemDecl
+from kernel.system import SystemDecl, placed
 
 log = logging.getLogger(__name__)
 #: how long a started process must stay alive before its start counts (a start that exits at once)
@@ -60,15 +60,26 @@ class ProcessDB(KafkaReads, IptablesCapability):
     def _r(self, node: Node) -> Remote:
         return self.remotes[node.name]
 
+    def hosts(self, proc: ProcessConfig) -> list[Node]:
+        """The nodes that run `proc` (its `nodes` placement: all, the first, or all but the first)."""
+        return [n for i, n in enumerate(self.nodes) if placed(proc.nodes, i)]
+
+    def broker_nodes(self) -> list[Node]:
+        """Where brokers run: where clients connect, and what a broker fault may hit."""
+        return self.hosts(self.config.broker())
+
+    def _runs(self, node: Node, proc: ProcessConfig) -> bool:
+        return placed(proc.nodes, self.nodes.index(node))
+
     @property
     def view(self) -> MetadataView:
-        return MetadataView(self.nodes, self.config.port)
+        return MetadataView(self.broker_nodes(), self.config.port)
 
     def client_address(self, node: Node) -> str:
         return f"{node.ip}:{self.config.port}"
 
     def bootstrap_servers(self) -> str:
-        return ",".join(self.client_address(n) for n in self.nodes)
+        return ",".join(self.client_address(n) for n in self.broker_nodes())
 
     # --- the commands' environment -------------------------------------------------------------
     def env(self, node: Node, proc: ProcessConfig | None = None) -> dict[str, str]:
@@ -98,7 +109,7 @@ class ProcessDB(KafkaReads, IptablesCapability):
             for cmd in self.config.install:
                 self._run(node, cmd, timeout=600)
         for proc in self.config.processes:
-            for node in self.nodes:
+            for node in self.hosts(proc):
                 if proc.data_dirs:
                     self._r(node).exec("mkdir -p " + " ".join(shlex.quote(d) for d in proc.data_dirs), timeout=30)
                 if proc.disk:
@@ -106,11 +117,12 @@ class ProcessDB(KafkaReads, IptablesCapability):
                 for cmd in proc.configure:
                     self._run(node, cmd, proc)
                 self.start_process(node, proc)
-            for node in self.nodes:
+            for node in self.hosts(proc):
                 self._wait_ready(node, proc)
         deadline = time.monotonic() + 90
-        for node in self.nodes:
-            kafka_admin.wait_serving(self.client_address(node), len(self.nodes), deadline,
+        brokers = self.broker_nodes()
+        for node in brokers:
+            kafka_admin.wait_serving(self.client_address(node), self.expected_brokers(), deadline,
                                      f"the broker's logs on {node.name}", controller=False)
 
     def teardown(self, cluster: Cluster) -> None:
@@ -121,22 +133,32 @@ class ProcessDB(KafkaReads, IptablesCapability):
         """Each process stopped in reverse order (its `stop` first, when the file gives one, then a
         SIGKILL of whatever its pid file still names), its disk unmounted, its data and the clock reset."""
         for proc in reversed(self.config.processes):
+            if not self._runs(node, proc):
+                continue
             if proc.stop:
                 self._run(node, proc.stop, proc, timeout=60, check=False)
             self._r(node).exec(pidfile.kill_cmd(proc.pid_file), timeout=30)
             if proc.disk:
                 lazyfs.unmount(self._r(node), proc.disk)
-        dirs = [d for p in self.config.processes for d in (*p.data_dirs, *((p.disk, p.disk.rstrip("/") + ".disk")
-                                                                          if p.disk else ()))]
+        dirs = [d for p in self.config.processes if self._runs(node, p)
+                for d in (*p.data_dirs, *((p.disk, p.disk.rstrip("/") + ".disk") if p.disk else ()))]
         wipe = f"rm -rf {' '.join(shlex.quote(d) for d in dirs)}; " if dirs else ""
         self._r(node).exec(f"{wipe}{faketime.reset_cmd()}", timeout=30)
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int) -> None:
-        kafka_admin.create_topic(self.bootstrap_servers(), len(self.nodes), topic, partitions, replication_factor,
+        kafka_admin.create_topic(self.bootstrap_servers(), self.expected_brokers(), topic, partitions,
+                                 replication_factor,
                                  lambda p: self.leader(topic, p) is not None)
 
+    def expected_brokers(self) -> int:
+        """How many brokers Metadata lists once the cluster serves: `brokers_listed` when the file
+        gives it (a broker that lists only itself says 1), else one per broker node."""
+        return self.config.brokers_listed or len(self.broker_nodes())
+
     def recovered(self, topic: str, partitions: int, replication_factor: int) -> bool:
-        return recovered(self, topic, partitions, replication_factor)
+        """Kafka's recovery predicate, with an ISR as full as the brokers listed can make it (a broker
+        that lists only itself reports an ISR of one, whatever replication factor was asked for)."""
+        return recovered(self, topic, partitions, min(replication_factor, self.expected_brokers()))
 
     def close(self) -> None:
         return None
@@ -214,6 +236,8 @@ class ProcessDB(KafkaReads, IptablesCapability):
     def start(self, node: Node) -> None:
         """Killable: start the broker on `node` if it is not running (and wait until it serves)."""
         proc = self.config.broker()
+        if not self._runs(node, proc):
+            return  # a node that runs no broker has none to start again
         with self._locks.of(node):
             if self.pid(node, proc.name) is not None:
                 return
@@ -298,7 +322,7 @@ class ProcessDB(KafkaReads, IptablesCapability):
 
     # --- files ---------------------------------------------------------------------------------
     def logs(self, node: Node) -> dict[str, bytes]:
-        paths = [f for p in self.config.processes for f in p.log_files]
+        paths = [f for p in self.config.processes if self._runs(node, p) for f in p.log_files]
         if any(p.disk for p in self.config.processes):
             paths.append(layout.LAZYFS_LOG)
         out = {}

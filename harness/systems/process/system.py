@@ -18,8 +18,8 @@ from kernel.system import Process, SystemDecl, Timeouts
 
 
 def declare(config: ProcessSystemConfig) -> SystemDecl:
-    procs = tuple(Process(p.name, p.roles, p.ports, frozenset(p.capabilities), p.data_dirs, p.log_files)
-                  for p in config.processes)
+    procs = tuple(Process(p.name, p.roles, p.ports, frozenset(p.capabilities), p.data_dirs, p.log_files,
+                          p.nodes) for p in config.processes)
     return SystemDecl(config.name, procs, frozenset(config.features))
 
 
