@@ -109,6 +109,15 @@ def refusal(spec: RunSpec, system: System, db: Any) -> Any:
             return (f"system {system.name} cannot act out nemesis {fam.name}-{kind}: it has no "
                     f"{missing.describe().removeprefix('a ')}; leave it out of --nemesis "
                     f"(`chaos nemeses --system {spec.system}` lists what it can take)")
+        # a fault draws its victims from the brokers' nodes: one aimed at a role that lives elsewhere
+        # (a store placed on the first node beside brokers on the rest) would hit nothing
+        names = [f"n{i + 1}" for i in range(spec.nodes)]
+        brokers = system.decl.hosts("broker", names)
+        for need in kind_needs(fam, kind):
+            if system.decl.hosts(need.role, names) != brokers:
+                return (f"system {system.name} runs its {need.role} processes on other nodes than its brokers, "
+                        f"and nemesis {fam.name}-{kind} draws its victims from the brokers' nodes; leave it out "
+                        "of --nemesis")
         return None
 
     return why
