@@ -46,7 +46,10 @@ def preflight(spec: RunSpec) -> RunSpec:
     part of it out; or one sentence saying what is wrong. Returns the spec with `all` (and a family
     named whole) expanded into what the system can take."""
     system = get_system(spec.system, spec.system_version)
-    spec = replace(spec, system=system_name(spec.system))  # test.json names the system, default or not
+    # test.json names the system, default or not, and the version a built system was built at (a
+    # replay builds that one, whatever the default is by then)
+    spec = replace(spec, system=system_name(spec.system),
+                   system_version=spec.system_version or getattr(system, "version", ""))
     workload = get_workload(spec.workload)
     validate_nemesis(list(spec.nemesis))
     if spec.provisioner not in PROVISIONERS:

@@ -40,10 +40,11 @@ class DiskLossFamily:
     composite: bool = True
     needs: tuple[type, ...] = (Disk, Killable, Net, ClusterView)
     #: what every kind needs unless `requires` says more
-    requires_all: tuple[Need, ...] = (Need("broker", "kill"), Need("broker", "disk-loss"), Need("broker", "net"),)
+    requires_all: tuple[Need, ...] = (Need("broker", "kill"), Need("broker", "disk-loss"),)
     #: what each kind needs of the system under test (a role and a capability over it); a kind the
     #: chosen system cannot act out is refused before the run (`harness.registry`)
     requires: dict[str, tuple[Need, ...]] = {
+        "last-isr": (Need("broker", "net"),),  # its followers are cut off from the leader first
     }
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
