@@ -323,7 +323,7 @@ class ProcessDB(KafkaReads, IptablesCapability):
     # --- files ---------------------------------------------------------------------------------
     def logs(self, node: Node) -> dict[str, bytes]:
         paths = [f for p in self.config.processes if self._runs(node, p) for f in p.log_files]
-        if any(p.disk for p in self.config.processes):
+        if any(p.disk for p in self.config.processes if self._runs(node, p)):
             paths.append(layout.LAZYFS_LOG)
         out = {}
         for path in paths:
