@@ -22,7 +22,29 @@ from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWo
 from kernel.system import Need
 
 
-class ClientPartitionFamily:
+class ClientCuts:
+    """What every fault between the clients and one broker does, whatever it holds or drops: cut
+    the victim's node off from the clients (`cut`) when it starts, lift exactly that cut when it
+    stops, lift every cut when healed. `delayed-produce` is the same with its requests held."""
+
+    def cut(self, ctx: NemesisContext, node: str) -> Cut:
+        return Cut({node: [layout.CLIENTS]})
+
+    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
+        hit = ctx.resolve(fault.targets["victim"])
+        cut = self.cut(ctx, hit.node.name)
+        ctx.net().drop(cut)
+        return {"kind": fault.kind, "node": hit.node.name, **cut.to_json(), "targets": {"victim": hit.to_json()}}
+
+    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
+        ctx.net().lift(Cut.from_json(started))
+        return {"kind": fault.kind, "node": started["node"], "healed": True}
+
+    def heal(self, ctx: NemesisContext) -> None:
+        ctx.net().heal_net()
+
+
+class ClientPartitionFamily(ClientCuts):
     name: str = "client-partition"
     #: kind -> what one fault of it does (`chaos nemeses` lists these; the kinds are its keys)
     about: dict[str, str] = {
@@ -38,16 +60,3 @@ class ClientPartitionFamily:
 
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         return Plan({"victim": victim("leader" if kind == "leader" else "node", rng, world)})
-
-    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
-        hit = ctx.resolve(fault.targets["victim"])
-        cut = Cut({hit.node.name: [layout.CLIENTS]})
-        ctx.net().drop(cut)
-        return {"kind": fault.kind, "node": hit.node.name, **cut.to_json(), "targets": {"victim": hit.to_json()}}
-
-    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
-        ctx.net().lift(Cut.from_json(started))
-        return {"kind": fault.kind, "node": started["node"], "healed": True}
-
-    def heal(self, ctx: NemesisContext) -> None:
-        ctx.net().heal_net()

@@ -23,12 +23,12 @@ Kind `leader`: the leader of a key chosen from the seed, resolved when the fault
 from __future__ import annotations
 
 import random
-from typing import Any
 
 from kernel import layout
 from kernel.capabilities import Cut, Net
-from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlannedFault, PlanWorld, victim
+from kernel.nemesis import FaultPerf, NemesisContext, Plan, PlanWorld, victim
 from kernel.system import Need
+from nemesis.client_partition import ClientCuts
 
 #: how long the requests are held at least: past the producers' produce deadline
 #: (`workloads.txn.PRODUCE_TIMEOUT_MS`, 5 s on both backends), after which the producer aborts the
@@ -37,7 +37,7 @@ from kernel.system import Need
 HOLD_S = 7.0
 
 
-class DelayedProduceFamily:
+class DelayedProduceFamily(ClientCuts):
     name: str = "delayed-produce"
     #: kind -> what one fault of it does (`chaos nemeses` lists these; the kinds are its keys)
     about: dict[str, str] = {
@@ -58,15 +58,6 @@ class DelayedProduceFamily:
     def plan(self, kind: str, rng: random.Random, world: PlanWorld) -> Plan:
         return Plan({"victim": victim(kind, rng, world)}, {}, min_duration_s=HOLD_S)
 
-    async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
-        hit = ctx.resolve(fault.targets["victim"])
-        cut = Cut({hit.node.name: [layout.CLIENTS]}, ports=(ctx.system.port("broker"),), hold=True)
-        ctx.net().drop(cut)
-        return {"kind": fault.kind, "node": hit.node.name, **cut.to_json(), "targets": {"victim": hit.to_json()}}
-
-    async def stop(self, ctx: NemesisContext, fault: PlannedFault, started: dict[str, Any]) -> dict[str, Any]:
-        ctx.net().lift(Cut.from_json(started))
-        return {"kind": fault.kind, "node": started["node"], "healed": True}
-
-    def heal(self, ctx: NemesisContext) -> None:
-        ctx.net().heal_net()
+    def cut(self, ctx: NemesisContext, node: str) -> Cut:
+        """The victim's broker port only, and held: TCP delivers the requests when the cut lifts."""
+        return Cut({node: [layout.CLIENTS]}, ports=(ctx.system.port("broker"),), hold=True)
