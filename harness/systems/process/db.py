@@ -156,8 +156,9 @@ class ProcessDB(KafkaReads, IptablesCapability):
         return self.config.brokers_listed or len(self.broker_nodes())
 
     def recovered(self, topic: str, partitions: int, replication_factor: int) -> bool:
-        """Kafka's recovery predicate, with an ISR as full as the brokers listed can make it (a broker
-        that lists only itself reports an ISR of one, whatever replication factor was asked for)."""
+        """Kafka's recovery predicate, with the ISR no fuller than the brokers listed can make it: a
+        broker that names only itself has no other replica to count in sync, whatever replication
+        factor the topic was created with."""
         return recovered(self, topic, partitions, min(replication_factor, self.expected_brokers()))
 
     def close(self) -> None:
