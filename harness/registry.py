@@ -174,7 +174,8 @@ def make_db(spec: RunSpec, system: System | None = None) -> Any:
 def _schedule(spec: RunSpec, system: System, node_names: list[str]) -> list[PlannedFault]:
     t = system.timeouts(spec)  # the timeouts the system deploys (its settings record)
     brokers = system.decl.hosts("broker", node_names) or node_names  # a broker fault hits a broker's node
-    world = PlanWorld(brokers, spec.partitions, spec.replication_factor, session_timeout_s=t.session_s, replica_lag_s=t.replica_lag_s)
+    world = PlanWorld(brokers, spec.partitions, spec.replication_factor, session_timeout_s=t.session_s,
+                      replica_lag_s=t.replica_lag_s)
     return plan_faults(spec.seed, list(spec.nemesis), interval_s=spec.nemesis_interval,
                        time_limit_s=spec.time_limit, world=world, max_active=spec.max_active)
 
