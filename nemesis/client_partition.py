@@ -1,9 +1,11 @@
 """Partitions between the clients and a broker (iptables inside the broker's node).
 
-Kinds: `one` (a seeded broker node stops hearing the clients: every packet from the control host
-dropped, so requests time out and answers never come back) and `leader` (the same, for the node
-leading a seeded key, resolved when the fault starts). Unlike `delayed-produce`, nothing is held
-for later: what is cut is lost, and the clients retry or give up.
+Kinds: `one` (a seeded broker node stops hearing the clients: every packet from the control host to
+the broker's ports is dropped, so requests time out and answers never come back) and `leader` (the
+same, for the node leading a seeded key, resolved when the fault starts). As with any drop, TCP
+retransmits what it can, so a request whose client still waits when the cut lifts may yet be
+served; one whose client gave up (its timeout, a new connection) is lost. `delayed-produce` is the
+same cut, held on purpose past the producers' timeout.
 
 This is the network fault a broker without peers can take (one broker over its own store, Tansu's
 SQLite topology), so it needs the `client-net` capability rather than `net` (cut off from its peers).
@@ -28,7 +30,9 @@ class ClientCuts:
     stops, lift every cut when healed. `delayed-produce` is the same with its requests held."""
 
     def cut(self, ctx: NemesisContext, node: str) -> Cut:
-        return Cut({node: [layout.CLIENTS]})
+        """The broker's ports only: the control host is where the clients run and also where the
+        harness's SSH comes from, and a cut of every port would cut the harness off its own node."""
+        return Cut({node: [layout.CLIENTS]}, ports=ctx.system.ports("broker"))
 
     async def start(self, ctx: NemesisContext, fault: PlannedFault, out: dict[str, Any]) -> dict[str, Any]:
         hit = ctx.resolve(fault.targets["victim"])

@@ -33,3 +33,12 @@ def parse_pid(stdout: str, ok: bool) -> int | None:
     """What `alive_cmd` printed, as a pid (None: not running)."""
     out = stdout.strip()
     return int(out) if ok and out.isdigit() else None
+
+
+def listeners_cmd(port: int) -> str:
+    """Prints the pids of the processes listening on TCP `port` (none: nothing serves it), one a line."""
+    return f"ss -Hltnp 'sport = :{port}' 2>/dev/null | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u; true"
+
+
+def parse_pids(stdout: str) -> set[int]:
+    return {int(x) for x in stdout.split() if x.isdigit()}

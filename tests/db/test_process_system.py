@@ -107,3 +107,33 @@ start = "mkdir -p /var/log/chaos; echo 'fatal: listener PLAINTEXT://0.0.0.0:9092
     assert test["complete"] is False and test["stopped_in"] == "deploy"
     assert (run_dir / "history.jsonl").exists()
     assert not _leftovers("pytest-proc-bad")
+
+
+def test_a_pid_file_that_names_another_process_than_the_server_is_refused(chaos_home: Path, tmp_path: Path) -> None:
+    """`cd DIR && server &` backgrounds a subshell: `$!` is its pid, not the server's, and a kill of it
+    leaves the server running (the first Tansu file did this, and its kills hit nothing). Refused at
+    deployment in one sentence (exit 5), nothing left behind."""
+    bad = tmp_path / "subshell.toml"
+    bad.write_text('''name = "subshell"
+features = ["idempotence"]
+
+[[process]]
+name = "broker"
+roles = ["broker"]
+ports = [9092]
+capabilities = ["kill"]
+pid_file = "/run/chaos/sub.pid"
+log_files = ["/var/log/chaos/sub.log"]
+start = """cd /tmp && setsid nohup python3 -m http.server 9092 >>/var/log/chaos/sub.log 2>&1 </dev/null &
+echo $! > /run/chaos/sub.pid"""
+''')
+    store = tmp_path / "store"
+    res = run_chaos("run", f"--system=process:{bad}", "--nodes", "1", "--replication-factor", "1", "--min-insync",
+                    "1", "--time-limit", "5", "--nemesis", "", "--store", str(store), "--cluster", "pytest-proc-sub",
+                    "--no-progress", timeout=300)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert res.returncode == 5, res.stderr[-2000:]
+    assert "Traceback" not in res.stderr
+    said = lines[-1]
+    assert "broker's pid file /run/chaos/sub.pid names pid" in said and "port 9092 is served by pid" in said, said
+    assert not _leftovers("pytest-proc-sub")

@@ -227,12 +227,43 @@ class ProcessDB(KafkaReads, IptablesCapability):
                     seen = f"port {proc.ports[0]}: {e}"
             if seen == "port open" or not proc.ports:
                 if proc.ready is None or self._run(node, proc.ready, proc, timeout=30, check=False).ok:
+                    self._check_pid_serves(node, proc)
                     return
                 seen = f"`{proc.ready}` failed"
             if time.monotonic() > deadline:
                 raise ProvisionError(f"{proc.name} on {node.name} did not serve within {proc.start_timeout_s} s "
                                      f"({seen}); {self._tail(node, proc)}")
             time.sleep(0.3)
+
+    def _listeners(self, node: Node, port: int) -> set[int]:
+        return pidfile.parse_pids(self._r(node).exec(pidfile.listeners_cmd(port), timeout=15).stdout)
+
+    def _check_pid_serves(self, node: Node, proc: ProcessConfig) -> None:
+        """The pid file names the process that serves its first port, else every kill and pause would
+        hit another process and the fault would not happen (a `start` of `cd DIR && cmd &` writes the
+        pid of a subshell): one sentence at deployment, exit 5."""
+        if not proc.ports:
+            return
+        pid = self.pid(node, proc.name)
+        serving = self._listeners(node, proc.ports[0])
+        if pid is not None and serving and pid not in serving:
+            raise RemoteError(node.name, f"{proc.name}'s pid file {proc.pid_file} names pid {pid}, but port "
+                                         f"{proc.ports[0]} is served by pid {', '.join(map(str, sorted(serving)))}: "
+                                         "`start` must write the pid of the process itself (put one simple command "
+                                         "in the background and write $!), or kills and pauses would miss it")
+
+    def _check_killed(self, node: Node, proc: ProcessConfig) -> None:
+        """After a kill, nothing serves the process's first port any more (a deadline of 5 s, for the
+        kernel to release it); else the fault did not happen, and the run must not go on as if it had."""
+        if not proc.ports:
+            return
+        deadline = time.monotonic() + 5
+        while serving := self._listeners(node, proc.ports[0]):
+            if time.monotonic() > deadline:
+                raise RemoteError(node.name, f"killed {proc.name} (pid file {proc.pid_file}), but port "
+                                             f"{proc.ports[0]} is still served by pid "
+                                             f"{', '.join(map(str, sorted(serving)))}: the kill missed it")
+            time.sleep(0.1)
 
     def start(self, node: Node) -> None:
         """Killable: start the broker on `node` if it is not running (and wait until it serves)."""
@@ -246,8 +277,11 @@ class ProcessDB(KafkaReads, IptablesCapability):
             self.start_process(node, proc, confirm=False)
 
     def kill(self, node: Node) -> None:
+        proc = self.config.broker()
         with self._locks.of(node):
-            self._r(node).exec(pidfile.kill_cmd(self.config.broker().pid_file), timeout=30)
+            self._r(node).exec(pidfile.kill_cmd(proc.pid_file), timeout=30)
+            if self._runs(node, proc):
+                self._check_killed(node, proc)
 
     def pause(self, node: Node, *, process: str = "broker") -> None:
         self._r(node).exec(pidfile.signal_cmd(self._proc(process).pid_file, "STOP"), timeout=15)
