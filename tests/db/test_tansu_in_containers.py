@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import run_chaos
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = "pytest-tansu"
 ARGS = ["--system", "tansu", "--nodes", "3", "--concurrency", "4", "--rate", "50", "--partitions", "2",
         "--no-progress", "--cluster", CLUSTER]
@@ -83,4 +84,30 @@ def test_a_short_run_under_kills_gives_a_verdict_and_the_deployment_is_as_declar
         assert "libfaketime" in _exec(nodes["n1"], f"tr '\\0' '\\n' < /proc/{pid}/environ"), "not under libfaketime"
     finally:
         run_chaos("cluster", "down", "--name", CLUSTER, timeout=300)
+    assert not _leftovers()
+
+
+def test_a_file_that_claims_transactions_is_refused_by_what_the_brokers_advertise(
+        chaos_home: Path, tmp_path: Path) -> None:
+    """Tansu's own file as a user might write it, claiming `transactions`: the preflight lets `--txn`
+    through, the brokers are asked (ApiVersions) once they run, and the run is refused in one sentence
+    (exit 3) naming what they do not advertise; the deployment is torn down."""
+    from harness.registry import system_image
+    from harness.systems import get_system
+
+    image = system_image(get_system("tansu"))
+    src = (ROOT / "harness" / "systems" / "tansu" / "sqlite.toml").read_text()
+    claims = src.replace('features = ["consumer-groups", "idempotence"]',
+                         f'features = ["consumer-groups", "idempotence", "transactions"]\nimage = "{image}"')
+    claims = claims.replace('name = "tansu"', 'name = "tansu-claims-txn"')
+    assert "transactions" in claims and image
+    path = tmp_path / "claims.toml"
+    path.write_text(claims)
+    res = run_chaos("run", f"--system=process:{path}", "--nodes", "1", "--replication-factor", "1", "--min-insync",
+                    "1", "--txn", "--time-limit", "5", "--nemesis", "", "--no-progress", "--cluster", CLUSTER,
+                    "--store", str(tmp_path / "store"), timeout=600)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert res.returncode == 3, res.stderr[-2000:]
+    assert "system tansu-claims-txn cannot serve this workload: it needs transactions, and its brokers do not " \
+           "advertise EndTxn (ApiVersions)" in lines[-1], lines[-1]
     assert not _leftovers()
