@@ -71,6 +71,15 @@ CASES: dict[str, tuple[list[tuple[Any, ...]], list[str], dict[str, Any] | None]]
         ["unseen"],
         None,
     ),
+    # every acknowledged write was read before the end, then the final drain could not read at all (a
+    # topic that lost its records, as Tansu's store did after a crash): no anomaly is in the history, and
+    # the end of the log was never read, so the verdict is unknown, never valid
+    "near-valid-drain-gave-up": (
+        send(0, 0, 1, "ok", 0) + poll(1, {0: [[0, 1]]}) + assign(90, [0])
+        + [(90, "invoke", P, [[P]], True), (90, "info", P, [[P]], True, {"error": "UNKNOWN_TOPIC_OR_PARTITION"})],
+        [],
+        None,
+    ),
     # measured by the harness after the drain (harness/hanging.py): key 0's LSO stayed at 1 below its
     # HW 3 — a transaction nobody completes; the history itself is clean
     "hanging-transaction": (
