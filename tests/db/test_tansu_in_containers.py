@@ -15,6 +15,7 @@ import docker
 import pytest
 
 from tests.conftest import run_chaos
+from tests.db.test_process_system import _leftovers
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,16 +29,6 @@ def _exec(container: str, cmd: str) -> str:
     try:
         out = client.containers.get(container).exec_run(["sh", "-c", cmd])
         return str(out.output.decode(errors="replace"))
-    finally:
-        client.close()
-
-
-def _leftovers() -> list[str]:
-    client = docker.from_env()
-    try:
-        found = client.containers.list(all=True, filters={"label": f"chaos.cluster={CLUSTER}"})
-        nets = client.networks.list(filters={"label": f"chaos.cluster={CLUSTER}"})
-        return [c.name for c in found] + [n.name for n in nets]
     finally:
         client.close()
 
@@ -84,7 +75,7 @@ def test_a_short_run_under_kills_gives_a_verdict_and_the_deployment_is_as_declar
         assert "libfaketime" in _exec(nodes["n1"], f"tr '\\0' '\\n' < /proc/{pid}/environ"), "not under libfaketime"
     finally:
         run_chaos("cluster", "down", "--name", CLUSTER, timeout=300)
-    assert not _leftovers()
+    assert not _leftovers(CLUSTER)
 
 
 def test_a_file_that_claims_transactions_is_refused_by_what_the_brokers_advertise(
@@ -110,4 +101,4 @@ def test_a_file_that_claims_transactions_is_refused_by_what_the_brokers_advertis
     assert res.returncode == 3, res.stderr[-2000:]
     assert "system tansu-claims-txn cannot serve this workload: it needs transactions, and its brokers do not " \
            "advertise EndTxn (ApiVersions)" in lines[-1], lines[-1]
-    assert not _leftovers()
+    assert not _leftovers(CLUSTER)
