@@ -52,7 +52,7 @@ image: venv
 	@$(PY) -m harness.image build
 
 check: venv
-	.venv/bin/ruff check kernel harness workloads nemesis results cluster-impl tests
+	.venv/bin/ruff check kernel harness workloads nemesis results cluster-impl tests docs
 	.venv/bin/mypy kernel harness workloads nemesis results cluster-impl/logbroker cluster-impl/logsim
 
 bench: bench-cluster bench-broker bench-cluster-impl bench-check bench-run bench-fuzz bench-detect

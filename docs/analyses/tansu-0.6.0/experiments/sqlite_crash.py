@@ -1,7 +1,13 @@
 """Plain SQLite (Python's sqlite3, Debian's libsqlite3) on the harness's lazyfs, as Tansu 0.6.0 sets it
 (WAL, synchronous=NORMAL): commit in a child, SIGKILL it, tell lazyfs the power went out, reopen,
 PRAGMA integrity_check. Run inside a node container: python3 sqlite_crash.py DIR CYCLES SYNC"""
-import json, os, signal, sqlite3, subprocess, sys, time
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 
 d, cycles, sync = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 db = os.path.join(d, "t.db")
@@ -18,20 +24,23 @@ while True:
     c.execute("COMMIT")
     i += 1
 """
-lazy_pid = int(open("/run/chaos/lazyfs.pid").read())
+with open("/run/chaos/lazyfs.pid") as f:
+    lazy_pid = int(f.read())
 bad = 0
 for n in range(cycles):
     p = subprocess.Popen([sys.executable, "-c", WRITER], stdout=subprocess.PIPE, text=True)
     p.stdout.readline()
     time.sleep(0.5 + (n % 7) * 0.3)
-    p.send_signal(signal.SIGKILL); p.wait()
+    p.send_signal(signal.SIGKILL)
+    p.wait()
     rep = "/run/chaos/lazyfs.json"
     if os.path.exists(rep):
         os.remove(rep)
     os.kill(lazy_pid, signal.SIGUSR1)
     while not os.path.exists(rep):
         time.sleep(0.05)
-    lost = json.load(open(rep))["lost"]
+    with open(rep) as f:
+        lost = json.load(f)["lost"]
     c = sqlite3.connect(db)
     try:
         ok = c.execute("PRAGMA integrity_check").fetchone()[0]
