@@ -8,7 +8,7 @@ STAMP := .venv/.stamp-$(shell cat pyproject.toml cluster-impl/pyproject.toml | s
 DEBS  := debootstrap zookeeper libfaketime faketime iptables openjdk-17-jre-headless openssh-client chromium
 
 .PHONY: run test deps venv image check bench bench-cluster bench-broker bench-cluster-impl bench-check bench-run \
-        bench-detect bench-fuzz bench-sim bench-fleet bench-txn clean-cluster tansu
+        bench-detect bench-fuzz bench-sim bench-fleet bench-txn clean-cluster tansu docs
 
 # The default chaos run: 5 nodes, 60 s of the queue workload under every fault family, checked.
 # ARGS: flags of `chaos run` (make run ARGS='--nodes 3 --seed 7').
@@ -50,6 +50,11 @@ $(STAMP): pyproject.toml cluster-impl/pyproject.toml
 # The node image: built from Debian packages and our own wheels, cached by a content hash label.
 image: venv
 	@$(PY) -m harness.image build
+
+# The picture of docs/design.md, drawn from the import graph and the run's phases (tests/docs checks
+# that the committed one is current).
+docs: venv
+	@$(PY) docs/layers.py
 
 check: venv
 	.venv/bin/ruff check kernel harness workloads nemesis results cluster-impl tests docs

@@ -39,7 +39,8 @@ def _s(help: str, *, lo: float | None = None, hi: float | None = None, why: str 
 
 @dataclass(frozen=True, slots=True)
 class RunSpec:
-    name: str = field(default="queue", metadata=_s("Test name (store/<name>/...)."))
+    name: str = field(default="", metadata=_s(
+        "Test name (store/<name>/...); '' (the default) names the test after its workload (store/txn/... for --txn)."))
     workload: str = field(default="queue", metadata=_s("Workload."))
     system: str = field(default="", metadata=_s(
         "System under test: a name `chaos systems` lists (default: our own broker, cluster-impl/), or "
@@ -196,6 +197,9 @@ def _coerce(name: str, value: Any) -> Any:
 
 def _cross_check(s: RunSpec) -> RunSpec:
     """Rules between fields; the message says how to fix the combination."""
+    if not s.name:
+        # a run is filed under what it did: a transactional run among the queue runs would be read as one
+        s = replace(s, name=s.workload)
     check_name(s.name, "test name")
     check_name(s.cluster, "cluster name")
     check_topic(s.topic)

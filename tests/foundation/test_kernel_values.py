@@ -60,3 +60,13 @@ def test_planned_faults_and_targets_round_trip() -> None:
     assert PlannedFault.from_json(f.to_json()) == f
     assert Target.follower(1, "n2", lagging=True).describe() == "follower(1, lagging)"
     assert not Target.of_node("n3").live and Target.controller("n1").live
+
+
+def test_a_run_is_filed_under_its_workload_unless_named() -> None:
+    """`store/txn/...` for a transactional run: the store's first level says what a run did."""
+    assert build_spec({}).name == "queue"
+    assert build_spec({"workload": "txn"}).name == "txn"
+    assert build_spec({"workload": "hotkey"}).name == "hotkey"
+    assert build_spec({"workload": "txn", "name": "nightly-txn"}).name == "nightly-txn"
+    # a replayed test.json keeps the name it was stored under
+    assert build_spec({"workload": "txn", "name": "queue"}).name == "queue"

@@ -1,7 +1,7 @@
-"""The architecture as a test: arrows point down only (DESIGN.md, "Layers").
+"""The architecture as a test: arrows point down only (docs/design.md, "Layers and imports").
 
-It reads every module's imports with `ast` (top-level and function-local alike; only `TYPE_CHECKING`
-blocks are skipped) and fails on:
+It reads every module's imports with `ast` (the reader of `docs/layers.py`, which also draws the
+picture; top-level and function-local alike, only `TYPE_CHECKING` blocks skipped) and fails on:
 - an import cycle between top-level packages, or between `harness/`'s own modules and subpackages;
 - the ground floor (`kernel`) importing any other package of ours;
 - a part (`workloads`, `nemesis`, `results`) importing anything of ours but `kernel`;
@@ -23,8 +23,10 @@ from pathlib import Path
 
 import networkx as nx
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("kernel", "harness", "workloads", "nemesis", "results")
+from docs import layers
+
+ROOT = layers.ROOT
+PACKAGES = layers.PACKAGES
 PARTS = ("workloads", "nemesis", "results")
 ORCHESTRATOR = re.compile(r"^harness\.(?!registry$|db\b|systems\b|image\b|bench\b)[\w.]+$")
 SIM_ADAPTER = "harness/provision/sim.py"
@@ -34,67 +36,9 @@ CONCRETE = re.compile(
 )
 
 
-def _module_name(path: Path) -> str:
-    rel = path.relative_to(ROOT).with_suffix("")
-    parts = list(rel.parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
-def _imports(path: Path) -> set[str]:
-    """Every module this file imports (absolute names), outside `if TYPE_CHECKING:` blocks."""
-    tree = ast.parse(path.read_text(), str(path))
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skip.update(id(n) for n in ast.walk(node))
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.add(node.module)
-            out.update(f"{node.module}.{a.name}" for a in node.names)
-    return out
-
-
-def _our_modules() -> dict[str, set[str]]:
-    mods: dict[str, set[str]] = {}
-    for pkg in PACKAGES:
-        for path in sorted((ROOT / pkg).rglob("*.py")):
-            if "files" in path.relative_to(ROOT).parts:  # files copied into the node image, not harness code
-                continue
-            mods[_module_name(path)] = _imports(path)
-    return mods
-
-
-MODULES = _our_modules()
-
-
-def _resolve(name: str) -> str | None:
-    """The longest module of ours that `name` names or lies inside (`kernel.history.Op` -> `kernel.history`)."""
-    parts = name.split(".")
-    for i in range(len(parts), 0, -1):
-        cand = ".".join(parts[:i])
-        if cand in MODULES:
-            return cand
-    return None
-
-
-def _edges() -> list[tuple[str, str]]:
-    out = []
-    for mod, names in MODULES.items():
-        for n in names:
-            target = _resolve(n)
-            if target is not None and target != mod:
-                out.append((mod, target))
-    return out
-
-
-EDGES = _edges()
+MODULES = layers.our_modules()
+EDGES = layers.module_edges(MODULES)
+_imports = layers.imports_of
 
 
 def _unit(mod: str) -> str:

@@ -31,7 +31,7 @@ def test_ctp_commits_the_groups_offsets_inside_its_transactions(tmp_path: Path) 
                     "--rate", "20", "--partitions", "3", "--seed", "21", "--no-progress", "--store", str(tmp_path),
                     "--cluster", f"ctp-{os.getpid()}", timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
-    (run_dir,) = [p for p in (tmp_path / "queue").iterdir() if p.is_dir()]
+    (run_dir,) = [p for p in (tmp_path / "txn").iterdir() if p.is_dir()]
     ops = _ops(run_dir)
     done = [o for o in ops if o["f"] == "txn" and o["type"] == "ok"]
     with_commits = [o for o in done if o.get("commits")]

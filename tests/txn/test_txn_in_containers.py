@@ -22,7 +22,7 @@ def test_a_short_txn_run_commits_aborts_and_is_valid(tmp_path: Path) -> None:
                     "--seed", "3", "--no-progress", "--store", str(tmp_path), "--cluster", f"txn-{os.getpid()}",
                     timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
-    (run_dir,) = [p for p in (tmp_path / "queue").iterdir() if p.is_dir()]
+    (run_dir,) = [p for p in (tmp_path / "txn").iterdir() if p.is_dir()]
     meta = json.loads((run_dir / "test.json").read_text())
     assert meta["config"]["workload"] == "txn" and meta["recovered"] and meta["drained"]
     ops = [json.loads(x) for x in (run_dir / "history.jsonl").read_text().splitlines()]
