@@ -165,7 +165,7 @@ CASES: list[Case] = [
         ("ssh-without-hosts", ["--provisioner", "ssh"], "needs --hosts FILE"),
         ("ssh-missing-hosts", ["--provisioner", "ssh", "--hosts", "nope.txt"], "hosts file nope.txt does not exist"),
         ("name-climbs", ["--name", "../.."], "test name '../..' is not allowed"),
-        ("name-empty", ["--name", ""], "test name '' is not allowed"),
+        ("name-space", ["--name", "my test"], "test name 'my test' is not allowed"),
         ("name-slash", ["--name", "a/b"], "test name 'a/b' is not allowed"),
         ("name-dot", ["--name", "."], "test name '.' is not allowed"),
         ("name-long", ["--name", "x" * 100], "is not allowed"),
