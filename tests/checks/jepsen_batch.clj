@@ -1,6 +1,6 @@
 ;; Jepsen's own Kafka checker over many histories in one JVM, for tests/checks/test_jepsen_agreement.py.
 ;;
-;; The shared build (../shared/tools/jepsen-kafka) checks one history per JVM, and its start costs
+;; The build of Jepsen's checker the tests find ($CHAOS_SHARED_TOOLS/jepsen-kafka) checks one history per JVM, and its start costs
 ;; seconds: checking every corpus history twice (with and without --ww-deps) that way took ten
 ;; minutes. This script loads the same compiled front end once and does what its -main does for each
 ;; job, with the same reading, test map and checker. Usage (the build's lib/ on the class path):
