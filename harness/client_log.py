@@ -4,9 +4,10 @@ librdkafka reports what it does on its own — a consumer position reset to `aut
 (`_AUTO_OFFSET_RESET`), a log truncation it detected (`_LOG_TRUNCATION`), a broker it could not
 reach — as non-fatal errors and log lines the workload does not act on. They stay off the console
 (rule: our own sentences only) but must not be lost: a history that shows a consumer rewinding
-to offset 0 cannot say why, its client's log can (night 2 of 2026-11-29: a librdkafka consumer read
-key 2 from 0 again with no assign and no broker answering out of range, and nothing was kept to
-tell). The broker's side is in `nodes/`.
+to offset 0 cannot say why, its client's log can (a librdkafka consumer once read a key from offset 0
+again with no assign and no broker answering out of range, and nothing was kept to tell:
+docs/measurements/coverage.md, the second night of "A night of the sample plan, twice"). The
+broker's side is in `nodes/`.
 """
 
 from __future__ import annotations

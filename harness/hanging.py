@@ -35,9 +35,10 @@ def patience_for(faults: Iterable[PlannedFault]) -> float:
     Why: a coordinator stamps a transaction's start with its wall clock and aborts it once that clock
     passes start + timeout (Kafka's `txnStartTimestamp`, as ours). A transaction begun while its
     coordinator's clock ran X s ahead is aborted only X s after that clock is set back: late, not
-    never. Simulated seed 200251 of a clean transactional cluster (a +94.6 s bump for 0.3 s while a
-    leader was a zombie) left one Ongoing 40 s after the heal, and a fixed patience called that
-    hanging."""
+    never. Simulated seed 200251 of a clean transactional cluster (a forward clock bump while a leader
+    was a zombie) left one Ongoing past the fixed patience, which called that hanging
+    (docs/measurements/transactions.md, "The clean transactional cluster on the simulator, first
+    try")."""
     ahead = [float(f.params.get("seconds", 0.0)) for f in faults if f.family == "clock"]
     return PATIENCE_S + max([0.0, *ahead])
 

@@ -174,8 +174,8 @@ def final_check_reserve(plan: Plan) -> float:
     """Seconds of the budget kept back for the final check (`FINAL_CHECK_RESERVE_S`, at most a quarter)."""
     return min(FINAL_CHECK_RESERVE_S, plan.budget_s / 4)
 """Wall time kept back from the budget (at most a quarter of it) for the one check of every run at
-the end: measured, twenty 5,000-op runs take 12 s on a warm session and 30 s with the session's
-start (results/README.md)."""
+the end: one check of twenty 5,000-op runs fits in it with room, the session's start included
+(docs/measurements/check.md, "2026-11-25: before the start-up work")."""
 
 
 def run_night(plan: Plan, *, spark_master: str | None = None, progress: bool = True,

@@ -113,8 +113,9 @@ def simulate_and_screen(spec_json: dict[str, Any], faults_json: list[dict[str, A
 
 
 #: a batch is judged once its histories and replica dumps reach this size, whatever --check-batch
-#: says: 32 runs of 60 s at --rate 100 are 215 MB, more than one 1.4 GB driver checks safely at
-#: once (its sorts spill over and over; measured at 2 partitions: out of heap every time)
+#: says: 32 runs of 60 s at --rate 100 are more than one 1.4 GB driver checks safely at once (its
+#: sorts spill over and over, and at 2 partitions it ran out of heap: docs/measurements/check.md,
+#: "2026-11-25: after the batch-memory fixes")
 BATCH_BYTES = 128 << 20
 
 

@@ -91,7 +91,8 @@ def _differing(by: str, col: str, rows: str) -> str:
     Found with min and max over a window: plain aggregates that spill, on data already partitioned
     by (run, key), so only the few groups found are gathered into sets. A `collect_set`
     over every group instead keeps an object per group and, past a few hundred groups, sorts and
-    spills them; merging its spill files ran a 32-run batch out of heap (1 MB of buffer per file)."""
+    spills them; merging its spill files, each with a buffer of its own, ran a 32-run batch out of heap
+    (docs/measurements/check.md, "Figures first recorded in code comments")."""
     return (f"SELECT * FROM (SELECT *, min({col}) OVER w <> max({col}) OVER w AS differs FROM ({rows}) "
             f"WINDOW w AS (PARTITION BY run, key, {by})) WHERE differs")
 

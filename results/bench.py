@@ -1,19 +1,21 @@
 """`make bench-check`: our check against Jepsen's own Kafka checker, side by side, on the same files.
 
-Histories are of a correct log (so the check does all its work and finds nothing): producers send
-to 16 keys, consumers poll forward in batches, a final drain reads everything; plus a real run's
+Histories are of a correct log (so the check does all its work and finds nothing): producers send to
+16 keys, consumers poll forward in batches, a final drain reads everything; plus a real run's
 history (`tests/results/fixtures/valid-kill-controller`). For each: our check on the warm session of
 this process, our check as a fresh `chaos check` process (session start included, 10^4 and the real
-run), and Jepsen's checker (`../shared/tools/jepsen-kafka/check`, a fresh JVM per history, as it is
-used) where it is present, with both times and the ratio, and peak memory (our JVM's VmHWM, this
-process's max RSS, Jepsen's JVM's VmHWM), and the plain single-process Python reference of the same
-definitions (`results.reference`, in this process) on the same file, with the ratio of our warm check
-to it. Then many runs in one job: N small run directories checked by one `check_runs` call (warm), by
-one `chaos check DIR...` process, by N `chaos check` processes one after another, and by the Python
-reference one after another. First of all, when a real `chaos run` directory is at hand (`--real-run`,
-default `store/latest`, which `make run` leaves): the check phase that run took, a fresh `chaos check`
-of it with its replica dumps beside Jepsen's checker on the same file, our warm check, and twenty
-copies in one call (`real_run_rows`). Numbers go to bench-results/check.json; nothing here asserts a time.
+run), and Jepsen's checker (`$JEPSEN_KAFKA_CHECK`, else `jepsen-kafka/check` under
+`$CHAOS_SHARED_TOOLS`, as the tests find it; results/README.md says what it is; a fresh JVM per
+history, as it is used) where it is present, with both times and the ratio, and peak memory (our
+JVM's VmHWM, this process's max RSS, Jepsen's JVM's VmHWM), and the plain single-process Python
+reference of the same definitions (`results.reference`, in this process) on the same file, with the
+ratio of our warm check to it. Then many runs in one job: N small run directories checked by one
+`check_runs` call (warm), by one `chaos check DIR...` process, by N `chaos check` processes one
+after another, and by the Python reference one after another. First of all, when a real `chaos run`
+directory is at hand (`--real-run`, default `store/latest`, which `make run` leaves): the check
+phase that run took, a fresh `chaos check` of it with its replica dumps beside Jepsen's checker on
+the same file, our warm check, and twenty copies in one call (`real_run_rows`). Numbers go to
+bench-results/check.json; nothing here asserts a time.
 """
 
 from __future__ import annotations
@@ -290,7 +292,8 @@ def python_reference(history: Path) -> tuple[float, float, dict[str, int]]:
 
 REAL = Path(__file__).resolve().parents[1] / "tests" / "results" / "fixtures" / "valid-kill-controller"
 def _shared_tool(*parts: str) -> Path:
-    """A tool of `../shared/tools` beside the project (or `$CHAOS_SHARED_TOOLS`, as the tests find it)."""
+    """A tool under `$CHAOS_SHARED_TOOLS`, as the tests find it (`tests/checks/conftest.py`); unset, the
+    tools directory this project's own machines keep beside the checkout."""
     base = os.environ.get("CHAOS_SHARED_TOOLS") or Path(__file__).resolve().parents[2] / "shared" / "tools"
     return Path(base).joinpath(*parts)
 

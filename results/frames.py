@@ -47,31 +47,31 @@ from results.replica_columns import REPLICA_FACTS
 
 #: bytes of input (histories and replica dumps) per partition of the keyed table, at most two
 #: partitions per core: tiny inputs stay in one partition. Each window of the checks sorts a whole
-#: partition; 32 sim-search runs (110 MB of histories, 105 MB of dumps) in 2 partitions spilled
-#: over and over, and merging the spill files (a 1-2 MB buffer each, outside Spark's managed memory)
-#: ran the 1.4 GB driver out of heap. sim-search now judges at most 128 MB at once (4 partitions).
+#: partition; a batch of 32 sim-search runs in 2 partitions spilled over and over, and merging the
+#: spill files (each with a buffer outside Spark's managed memory) ran the 1.4 GB driver out of heap
+#: (docs/measurements/check.md, "2026-11-25: after the batch-memory fixes"). sim-search now judges
+#: at most 128 MB at once (4 partitions).
 BYTES_PER_PARTITION = 32 << 20
 #: below this many bytes of history, Spark evaluates expressions without generating code: compiling
 #: a check's generated classes (Janino, then the JIT on them) costs seconds — more than interpreting
 #: a small input, and most of a fresh process's first check
 CODEGEN_MIN_BYTES = 32 << 20
 #: ... or this many rows of facts: a transactional history packs several polled records into a line,
-#: and there, even on a warm session, compiled code was 2.6 times faster than interpreted at 51,000
-#: rows (10^4 lines, 1.8 MB: building the table 5.5 s against 14.4 s, the checks 12 s against 34 s at
-#: load ~6); at 10^4 queue ops (~10^4 rows) interpreting still wins
+#: and there, even on a warm session, compiled code was much faster than interpreted on a history of
+#: 10^4 lines; at 10^4 queue ops (~10^4 rows) interpreting still wins (docs/measurements/check.md,
+#: "Figures first recorded in code comments")
 CODEGEN_MIN_ROWS = 30_000
 #: up to this many rows of facts the checkpoint is kept in the heap as rows (`HEAP`), above it on disk.
-#: Every check scans the table, and reading it back from disk cost a fifth of a warm check of a
-#: `make run` (150,000 rows: 30 MB of rows in the heap); a large batch keeps it on disk, since the
-#: checks' sorts need the heap (see `load_frames`)
+#: Every check scans the table, and reading it back from disk was a sizeable part of a warm check of
+#: a `make run` (docs/measurements/check.md, "Figures first recorded in code comments"); a large
+#: batch keeps it on disk, since the checks' sorts need the heap (see `load_frames`)
 HEAP_ROWS = 500_000
 #: in memory, not serialized; a block memory cannot hold goes to disk
 HEAP = StorageLevel(True, True, False, True, 1)
 #: True once this process's check warm-up (`results/warm.py`) ran its tiny check with generated code:
 #: the JVM then holds every checker's compiled classes (Spark caches them by their source, which does
 #: not depend on the history), so compiling is already paid and generated code wins at any size
-#: (`make run`'s 3,057-line history on a quiet machine: the anomaly statement 3.1 s compiled with the
-#: classes cached, 5.7 s interpreted)
+#: (docs/measurements/check.md, "2026-11-28: on a quiet machine")
 _classes_cached = False
 
 

@@ -7,7 +7,8 @@ two-core machines the other core sat idle. The halves and the edges share nothin
 table, so they are submitted from threads of their own (pyspark pins each Python thread to a JVM
 thread; a Connect session runs each request as its own operation) and Spark's scheduler runs
 their tasks on every core. The anomaly groups are split between the halves in alternation: their
-costs measured on a real run then come out within a tenth of each other.
+costs measured on a real run then come out nearly equal (docs/measurements/check.md, "Figures first
+recorded in code comments").
 
 A failed job is still told apart from a crashed checker (STYLE.md 7: a crash is never a pass): a
 half that fails is run again group by group, so the checker that crashes is named and reported

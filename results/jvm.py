@@ -3,7 +3,8 @@
 Why: a fresh `chaos check` spends seconds before its first row is read, loading, parsing and
 verifying the ~11,500 classes of Spark, Hadoop, Netty and Scala that a session and its first job
 touch. Java's class-data sharing (CDS) maps classes that were already parsed and verified from an
-archive instead (~10,000 of them here; session start 11.3 -> 6.8 s at load ~6).
+archive instead (most of them; session start is markedly shorter with it: docs/measurements/check.md,
+"2026-11-25: after the start-up work").
 The archive is machine-specific (it depends on the exact JVM, the exact jars and
 some JVM options), so it is not shipped: the first session on a machine writes it when it exits
 (`-XX:ArchiveClassesAtExit`), every later one maps it (`-XX:SharedArchiveFile`).

@@ -3,8 +3,9 @@ the keyed table's own row shape (`kernel.history.columns.FACTS` and `epoch`).
 
 Why here and not in the JVM: Spark parsed the dumps' JSON itself, tagged each line with its file
 and found each file's high watermark with a window over the file — a shuffle and a JSON parse on
-the check's critical path, 0.85 s of a warm 1.9 s table build for `make run`'s 31,000 dump lines.
-Arrow's JSON reader parses the same files in C++ in a few tens of milliseconds, in the same pass
+the check's critical path, nearly half of a warm table build for a `make run`
+(docs/measurements/check.md, "2026-11-30: side by side, and the dumps read by Arrow").
+Arrow's JSON reader parses the same files in C++ in a small fraction of that time, in the same pass
 that writes the history's columns (`results.check._prepare`), and Spark then reads one Parquet file
 per run as it reads the history's.
 

@@ -1,7 +1,8 @@
 """The check server: one warm Spark driver that `chaos check` processes share, through Spark Connect.
 
 Why: a fresh `chaos check` process used to pay for a whole Spark driver before it read a row — the JVM,
-the session, the first query's planning and compiling (4-8 s of a 10^4-op check's 15 s). Spark's own
+the session, the first query's planning and compiling, a large share of a 10^4-op check
+(docs/measurements/check.md, "Figures first recorded in code comments"). Spark's own
 answer to "many short clients, one warm driver" is Spark Connect: the driver runs the Connect service
 (`SparkConnectPlugin`), and clients talk to it over gRPC with a light Python client. So the first
 `chaos check` starts a server on loopback, in a process of its own (`python -m results.server`), and

@@ -7,8 +7,9 @@ The driver JVM maps a class-data-sharing archive of Spark's classes (`results.jv
 chosen by how much the process will check, when the caller knows (`expected_bytes`): below
 `SMALL_BYTES` the JVM compiles with C1 only — a check of a small history finishes before C2's
 optimised code would pay for compiling it, and on two cores C2's compiler threads take the CPU
-the check needs (a fresh 10^4-op check: 23 s -> 12 s at load ~7); above it, C2 (10^6 ops: 97 s
-with C1 only, 62 s with C2). Unknown (a nightly, the tests): small, as most runs are.
+the check needs (a fresh 10^4-op check took about half as long with C1 only); above it, C2, which
+pays for itself on a long check (docs/measurements/check.md, "Figures first recorded in code
+comments"). Unknown (a nightly, the tests): small, as most runs are.
 """
 
 from __future__ import annotations
@@ -227,9 +228,9 @@ def get_spark(master: str | None = None, expected_bytes: int | None = None, log_
 
         # options reach the JVM only when this process starts it (a restarted session reuses it)
         # the serial collector always (no GC threads competing with the check for two cores; every
-        # number in results/README.md's Cost section was measured with it); a small check also
+        # figure of docs/measurements/check.md was measured with it); a small check also
         # compiles with C1 only (C2's compile threads cost more than they win there), a large one
-        # keeps C2, which pays off over a long job (10^6 ops: 62 s, against 97 s with C1)
+        # keeps C2, which pays off over a long job (the module's docstring)
         small = expected_bytes is None or expected_bytes < SMALL_BYTES
         jit = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1") if small else ("-XX:+UseSerialGC",)
         jvm = driver_jvm(jit) if SparkContext._gateway is None else DriverJvm(())
@@ -241,8 +242,9 @@ def get_spark(master: str | None = None, expected_bytes: int | None = None, log_
             "spark.sql.shuffle.partitions":
                 os.environ.get("CHAOS_SPARK_PARTITIONS", "2" if want.startswith("local") else "64"),
             "spark.sql.adaptive.enabled": "false" if want.startswith("local") else "true",
-            # a 1.4 GB heap keeps the driver JVM under 2 GB resident on a 10^7-op history (1.81 GB
-            # measured; with 2 GB of heap it reached 2.42 GB at the same speed: Spark spills its sorts)
+            # a 1.4 GB heap keeps the driver JVM under 2 GB resident on a 10^7-op history; with 2 GB of
+            # heap it went over, at the same speed, as Spark spills its sorts (docs/measurements/check.md,
+            # "2026-11-25: before them")
             "spark.driver.memory": driver_memory(),
             "spark.sql.ansi.enabled": "false",
             # perf/latency.parquet is one row per op: move it to pandas as Arrow batches, not pickled rows

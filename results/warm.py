@@ -112,7 +112,9 @@ class WarmUp:
             finally:
                 frames.classes_cached(self.valid is True)
             # what the check phase imports after the jobs: the perf facts (pandas) and the plots and
-            # report (matplotlib, the templates' engine), 0.6 s of it when imported then
+            # report (matplotlib, the templates' engine), which cost the check phase time when imported
+            # then (docs/measurements/check.md, "2026-11-29: the warm-up imports what the check phase
+            # imports")
             import results.perf  # noqa: F401
             import results.present  # noqa: F401
         except Exception as e:  # the check will meet the same problem and say it properly

@@ -6,6 +6,10 @@ members, commits during rebalances, close), and transactions (init, commit, abor
 read_committed consumers); passing them against one broker and against three is issue 17's and
 issue 27's acceptance criterion.
 
+librdkafka's source is not part of this project: clone github.com/confluentinc/librdkafka (a release
+tag, e.g. v2.15.0), build it as below, and name the tree with `--librdkafka DIR` or `$LIBRDKAFKA_SRC`
+(one of the two is required); the tests are its `tests/` directory.
+
 What it does:
 - builds nothing: point --librdkafka at a tree where `make libs` and `make -C tests build` ran
   (`./configure --disable-ssl --disable-gssapi --disable-zstd --disable-curl`);
@@ -20,7 +24,7 @@ What it does:
   pass/fail/skip per test (with the failure lines) to --out as it goes.
 
     PYTHONPATH=cluster-impl .venv/bin/python cluster-impl/bench/librdkafka_tests.py --brokers 1 \\
-        --librdkafka /work/scratch/librdkafka --out bench-results/librdkafka-1.json [--tests 0102 0030]
+        --librdkafka ~/src/librdkafka --out bench-results/librdkafka-1.json [--tests 0102 0030]
 """
 
 from __future__ import annotations
@@ -107,7 +111,8 @@ def run_one(tests_dir: Path, num: str, conf: Path, timeout_s: float, logs: Path 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--librdkafka", type=Path, default=Path("/work/scratch/librdkafka"))
+    ap.add_argument("--librdkafka", type=Path, default=os.environ.get("LIBRDKAFKA_SRC") or None,
+                    help="a built librdkafka source tree (default: $LIBRDKAFKA_SRC)")
     ap.add_argument("--brokers", type=int, choices=(1, 3), default=1)
     ap.add_argument("--suite", choices=("groups", "txn"), default="groups", help="which tests (default groups)")
     ap.add_argument("--tests", nargs="*", help="test numbers (default: the suite's tests)")
@@ -116,6 +121,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("bench-results/librdkafka.json"))
     ap.add_argument("--logs", type=Path, help="keep each test's output here (<number>.log)")
     args = ap.parse_args()
+    if args.librdkafka is None:
+        ap.error("name librdkafka's built source tree: --librdkafka DIR or $LIBRDKAFKA_SRC "
+                 "(github.com/confluentinc/librdkafka; this script's docstring says how to build it)")
     tests_dir = args.librdkafka / "tests"
     calls = TXN_CALLS if args.suite == "txn" else GROUP_CALLS
     wanted = [t for t in (args.tests or group_tests(tests_dir, calls)) if t not in args.skip]

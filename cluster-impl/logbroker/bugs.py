@@ -1,8 +1,11 @@
 """Bug switches: named, off-by-default re-creations of historic replication mistakes.
 
 They exist so the harness can prove that it catches each one (the "detection matrix"). Each switch
-must change behaviour only in the situation it concerns; its docstring below names the seed passage
-it violates (`../shared/seeds/`). Brokers receive them as `--bug NAME` (repeatable).
+must change behaviour only in the situation it concerns; its comment below names the rule of Kafka's
+public design it violates: a KIP by number (KIP-101/279 truncation, KIP-497 AlterIsr, KIP-98
+transactions, KIP-966 strict min ISR), or a "seed" document, numbered as in cluster-impl/README.md
+(001 and 003 Kafka's replication design pages, 002 KIP-497, 004 KIP-279). Brokers receive them as
+`--bug NAME` (repeatable).
 """
 
 from __future__ import annotations

@@ -150,7 +150,8 @@ def _sim_bench_targets() -> dict[str, tuple[str, float, float]]:
     """The fault mix per bug switch of `make bench-sim` (harness/bench/sim.py) that catches it
     from seed 1, read from there so the two benchmarks time the same searches: its targeted
     families, except local-isr-shrink, which only its composition catches (with KIP-966's strict min
-    ISR a leader alone in its ISR no longer advances its HW; docs/measurements.md)."""
+    ISR a leader alone in its ISR no longer advances its HW; docs/measurements/detection.md,
+    "2026-11-28: `chaos sim-search`, time to detect from seed 1")."""
     spec = importlib.util.spec_from_file_location("bench_sim", ROOT / "harness" / "bench" / "sim.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
@@ -161,7 +162,7 @@ def _sim_bench_targets() -> dict[str, tuple[str, float, float]]:
 TARGETED = _sim_bench_targets()
 #: the transaction switches' searches, on the transactional workload at 40 ops/s (bench-sim times the
 #: replication switches only): each the mix that caught it from seed 1 on the simulator
-#: (docs/measurements.md, "chaos sim-search for the four transaction switches")
+#: (docs/measurements/transactions.md, "chaos sim-search for the four transaction switches")
 TXN_TARGETED: dict[str, tuple[str, float, float]] = {
     "lso-ignores-open-txns": ("kill-leader", 10.0, 20.0),
     "forget-prepared-txns": ("kill-controller,kill-leader", 4.0, 20.0),

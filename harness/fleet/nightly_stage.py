@@ -49,8 +49,10 @@ class Mix:
     Why a mix may set its own seed length, fault spacing and budget weight: the switches' scenarios
     differ in what they need. The transactional one (markers held back from a leader that then
     dies) needs many short seeds with faults close together: with the stage's 60 s seeds and a fault
-    every 10 s, the sample night's txn mix never reached `truncation-reopens-transaction` (run alone
-    for its third of five minutes: six seeds, none reaching it), while the full mix needs the long seeds."""
+    every 10 s, the sample night's txn mix never reached `truncation-reopens-transaction`, and with
+    short seeds and close faults a night did (docs/measurements/coverage.md, "2026-11-29: a night of
+    the sample plan, twice" and "2026-11-29: a third night of the sample plan"), while the full mix
+    needs the long seeds."""
 
     families: list[str]
     workload: str | None = None

@@ -42,7 +42,7 @@ TXN_RUNS = HERE / "txn_runs"
 def _extra_runs() -> list[Path]:
     """The runs under each directory `CHAOS_AGREE_RUNS` names (`os.pathsep`-separated: run
     directories or whole stores): how a measurement compares the two checkers on runs of its own
-    (docs/measurements.md) with the same rules as the fixed cases."""
+    (docs/measurements/transactions.md) with the same rules as the fixed cases."""
     roots = [Path(p) for p in os.environ.get("CHAOS_AGREE_RUNS", "").split(os.pathsep) if p]
     # resolved: a store's `latest` is a link to a run found under its own name too
     return sorted({h.resolve().parent for root in roots for h in root.rglob("history.jsonl")})

@@ -3,7 +3,7 @@ leader answers the markers it was held back from until its next leader is muted,
 next leader never had them — the transactions stay open there for good (`hanging-transaction`). The
 same seed on a correct broker ends with every transaction closed: the coordinator had no answer and
 sent the markers again to the new leader. The containers' counterpart is `chaos detect --bug
-marker-ack-before-replication --mix targeted` (docs/measurements.md)."""
+marker-ack-before-replication --mix targeted` (docs/measurements/transactions.md)."""
 
 from __future__ import annotations
 

@@ -121,7 +121,8 @@ class ReplicaManager:
         #: processing requests last): otherwise a restarted broker, waiting for its old session's
         #: registration to expire, took a partitioned old controller's LeaderAndIsr addressed to its
         #: previous incarnation, followed that controller's zombie leader, and the two acknowledged
-        #: writes the real leader never had (coverage-bench seed 44: 6 acknowledged records lost)
+        #: writes the real leader never had (coverage-bench seed 44, acknowledged records lost:
+        #: docs/measurements/coverage.md, "Seed 44")
         self._registered = asyncio.Event()
         self._connected = False  # the coordination service's client has been started (once is enough)
         #: (controller epoch, seq) of the UpdateMetadata applied last: an older one arriving late is moot
@@ -277,10 +278,11 @@ class ReplicaManager:
         ControllerChannelManager does. Giving up after a few attempts left a broker that was cut off
         from the controller for longer without its LeaderAndIsr for good: it never fetched again and
         the cluster never recovered (simulated seed 90885: the controller's requests to a restarted
-        broker were dropped for 15 s, five attempts spanned 21 s, the last failed just after the cut
-        was lifted). Each broker has its own sender (`controller/channels.py`), so a broker that is
-        out of reach delays only its own requests; when it leaves the live set its channel is closed
-        and this wait cancelled."""
+        broker were dropped for longer than its five attempts spanned, the last failing just after the
+        cut was lifted; docs/measurements/detection.md, "2026-11-28: seed 90885 analysed"). Each
+        broker has its own sender (`controller/channels.py`), so a broker that is out of reach delays
+        only its own requests; when it leaves the live set its channel is closed and this wait
+        cancelled."""
         if bid == self.bid:
             return await self.handle_internal(body)
         attempt = 0
