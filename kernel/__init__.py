@@ -10,6 +10,9 @@
 - `runtime`, `capabilities`: the seams between the backends (how time passes and activities run;
   what faults act through), so a run is one code path on containers and on the simulator
 
-Arrows point down only (DESIGN.md "Layers"): parts (`workloads`, `nemesis`, `results`, the DB
-adapters and provisioners) import this package; the orchestrator (`harness`) imports both.
+May import: the standard library and third-party libraries only — nothing of ours, and no system
+under test is named here, in code or comments (tests/foundation/test_layers.py). Arrows point down
+only (docs/design.md, "Layers and imports"): the parts (`workloads`, `nemesis`, `results`) import
+this package alone; `harness/` (systems, provisioners, the registry, the orchestrator) imports it
+and the parts.
 """

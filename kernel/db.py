@@ -1,4 +1,4 @@
-"""The DB protocols (DESIGN.md "Small protocols"; Jepsen's db.clj split into optional capabilities).
+"""The DB protocols (docs/design.md, "The pieces"; Jepsen's db.clj split into optional capabilities).
 
 A DB is the deployment of the system under test on a cluster of nodes. The orchestrator needs only
 `DB` (set up, create the workload's topic, say whether the cluster recovered, tear down); nemeses

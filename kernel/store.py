@@ -1,7 +1,9 @@
-"""The run store (DESIGN.md): `store/<test-name>/<YYYYmmddTHHMMSS>-<seed>/`, `store/latest` -> newest.
+"""The run store: `store/<test-name>/<YYYYmmddTHHMMSS>-<seed>/`, `store/latest` -> newest.
+
+(docs/design.md, "The run store", lists every file a run leaves there.)
 
 `test.json` is written at the start with `"complete": false` and rewritten at the end, so an
-interrupted run is recognisable; the history is appended as the run goes (harness/history.py).
+interrupted run is recognisable; the history is appended as the run goes (`kernel.history.HistoryWriter`).
 """
 
 from __future__ import annotations

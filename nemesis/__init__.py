@@ -1,7 +1,8 @@
 """Faults: network partitions (iptables), GC-like pauses (SIGSTOP/SIGCONT), clock skew (libfaketime),
 kills (SIGKILL + restart) of the controller, leaders or any broker, and operator moves.
 
-A part (DESIGN.md, "Layers"): imports the ground floor (`kernel`) only. Modelled on Jepsen's
+A part (docs/design.md, "Layers and imports"): imports the ground floor (`kernel`) only, and acts
+on nodes through the capability Protocols of `kernel.capabilities`. Modelled on Jepsen's
 `nemesis.combined`: each family is one file with `plan`/`start`/`stop`, an idempotent `heal()` and
 its plot metadata (`perf`); `schedule.plan` turns (seed, names, interval, time limit, the cluster's
 shape) into a list of planned faults with their targets as values, before anything starts;

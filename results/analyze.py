@@ -25,7 +25,7 @@ A configuration is a nightly's matrix cell (`workload/nemeses/config`, from `tes
 for a run made by hand it is `<name>: <workload>/<nemeses>/<bugs>`. A night is the nightly's date,
 else the local date the run started. Numbers are rounded to 6 decimals and rows sorted, so the same
 store gives the same table on `local[*]` and on a Spark cluster (`--spark-master spark://...`,
-with the store on storage every executor sees, as DESIGN.md says).
+with the store on storage every executor sees, as docs/design.md says).
 """
 
 from __future__ import annotations

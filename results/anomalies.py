@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: anomaly -> its definition, in report order. Every one makes a run invalid (DESIGN.md) except
+#: anomaly -> its definition, in report order. Every one makes a run invalid (docs/design.md, "Anomalies") except
 #: `int-send-skip`, `duplicate` for a run whose producers were not idempotent, and `poll-skip` and
 #: `nonmonotonic-poll` for a run whose consumers subscribe (`results.check.bad_types`).
 DEFINITIONS: dict[str, str] = {

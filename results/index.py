@@ -1,6 +1,7 @@
 """The store's front page: `store/index.html` lists every run, newest first, filterable.
 
-A run is a directory `store/<name>/<stamp>-<seed>/` holding `test.json` (DESIGN.md). Its summary is
+A run is a directory `store/<name>/<stamp>-<seed>/` holding `test.json`
+(docs/design.md, "The run store"). Its summary is
 read from `test.json` and `results.json` only — never the history — so the index of a store with a
 thousand runs is written in well under a second. A run with no `results.json` was stopped or crashed
 before its check; it is listed as such, never as valid.

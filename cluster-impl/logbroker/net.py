@@ -3,7 +3,7 @@
 The server, the peers' channels and the replica fetchers never call `asyncio.start_server` or
 `asyncio.open_connection` themselves: they are handed a `Network`. A real broker uses `TCP` (asyncio
 streams on real sockets); the deterministic simulator (`logsim`) hands in a model network whose
-streams carry the same bytes with seeded delays, drops and partitions (DESIGN.md, "Simulation").
+streams carry the same bytes with seeded delays, drops and partitions (docs/design.md, "The simulator and its seams").
 
 A stream is the small part of asyncio's `StreamReader`/`StreamWriter` the broker uses.
 """

@@ -1,4 +1,6 @@
-"""logsim: the deterministic simulator that runs the production broker code (DESIGN.md, "Simulation").
+"""logsim: the deterministic simulator that runs the production broker code.
+
+(docs/design.md, "The simulator and its seams", says what it replaces and how the harness reaches it.)
 
 One concept per file, each a named model: `loop` (the scheduler: virtual time, seeded tie-breaking,
 pauses and deaths of node incarnations), `network` (per-link delays, drops, grudges), `zookeeper`

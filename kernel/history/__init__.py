@@ -1,4 +1,4 @@
-"""The history (DESIGN.md, "The history"): its model, its one writer and its one reader.
+"""The history (docs/design.md, "The history format"): its model, its one writer and its one reader.
 
 Nothing else in the project knows how an op or a micro-op is laid out. Writers append through
 `HistoryWriter`; every reader — the checks' validation and the typed columns their Spark job reads

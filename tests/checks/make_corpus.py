@@ -5,7 +5,7 @@ indices and times are bookkeeping; the files are committed so the tests read pla
 The cases of Jepsen's own `kafka_test.clj` are transcribed in `jepsen_corpus.py` and written as
 `corpus/jepsen-<name>/`, with a `jepsen.json` saying what the Clojure test asserts.
 Every anomaly has a case that shows it and a near miss that must not. `expected.json` lists the
-anomalies found; whether they make the run invalid is the checker's bad-type rule (DESIGN.md):
+anomalies found; whether they make the run invalid is the checker's bad-type rule (docs/design.md, "Anomalies"):
 `int-send-skip` is reported but never bad, `duplicate` is not bad for non-idempotent producers. Re-run after editing:
 `.venv/bin/python -m tests.checks.make_corpus`.
 """

@@ -3,7 +3,7 @@
 come from; `ClusterStore`: all three.
 
 `ZkStore` implements it on a real ZooKeeper. The controller is written against this Protocol, not
-against kazoo, so the deterministic simulation backend can hand it an in-memory store (DESIGN.md,
+against kazoo, so the deterministic simulation backend can hand it an in-memory store (docs/design.md,
 "Simulation"). Every write that can race with another controller is conditional on a version and
 raises `StaleVersion` when it loses; `watch` callables fire once, on any thread, with no argument
 the controller relies on.

@@ -1,4 +1,4 @@
-"""The broker's layering as a test (DESIGN.md, "Simulation"; issue 18).
+"""The broker's layering as a test (docs/design.md, "The simulator and its seams"; issue 18).
 
 It reads every `logbroker` module's imports with `ast` — top-level, function-local and
 `TYPE_CHECKING` alike, since a cycle hidden behind either is still a cycle for a reader — and fails on:
