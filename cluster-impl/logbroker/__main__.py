@@ -29,6 +29,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--bug", action="append", default=[], metavar="NAME", help="turn on a bug switch")
     ap.add_argument("--list-bugs", action="store_true", help="print the bug switches, one per line, and exit")
     ap.add_argument("--log-level", default="INFO")
+    ap.add_argument("--wire-trace", action="store_true",
+                    help="log each client's Metadata, ListOffsets, OffsetForLeaderEpoch, FindCoordinator, "
+                         "OffsetFetch/Commit and failed Fetch partitions with their answers (logger logbroker.wire)")
     return ap.parse_args(argv)
 
 
@@ -71,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(b.value for b in Bug))
         return 0
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.wire_trace:
+        logging.getLogger("logbroker.wire").setLevel(logging.DEBUG)
     try:
         config = load_config(args.config, args.override, args.bug)
     except ConfigError as e:

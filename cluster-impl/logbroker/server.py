@@ -34,6 +34,10 @@ from logbroker.protocol.apis import (
 from logbroker.protocol.errors import Err
 
 log = logging.getLogger(__name__)
+#: at DEBUG (`--wire-trace`): one line per client request of the APIs that route a consumer
+#: (Metadata, ListOffsets, OffsetForLeaderEpoch, FindCoordinator, OffsetFetch/Commit) and each Fetch
+#: partition answered with an error, with the leader and epoch each answer names
+wire = logging.getLogger("logbroker.wire")
 
 TICK_S = 0.01
 CHUNK = 1 << 16
@@ -226,7 +230,48 @@ class BrokerServer:
             reply.deferred.on_done(done)
             if reply.deferred.done:  # completed before we attached
                 fut.set_result((reply.deferred.version, reply.deferred.complete(False)))
-            return await fut
+            got = await fut
+            if wire.isEnabledFor(logging.DEBUG):
+                trace_wire(self.core.config.broker_id, api_key, version, request, got[1])
+            return got
         if reply.body is None:
             return None
+        if wire.isEnabledFor(logging.DEBUG):
+            trace_wire(self.core.config.broker_id, api_key, version, request, reply.body)
         return reply.version, reply.body
+
+
+_TRACED = {1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCommit", 9: "OffsetFetch",
+           10: "FindCoordinator", 23: "OffsetForLeaderEpoch"}
+
+
+def _plain(x: Any, depth: int = 0) -> Any:
+    """A decoded request or a response body as plain values, record bytes left out."""
+    if depth > 6:
+        return "..."
+    if isinstance(x, dict):
+        return {k: _plain(v, depth + 1) for k, v in x.items() if k != "records"}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v, depth + 1) for v in x]
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        return f"<{len(x)} bytes>"
+    if hasattr(x, "__dict__") and not isinstance(x, type):
+        return {k: _plain(v, depth + 1) for k, v in vars(x).items() if not k.startswith("_") and k != "records"}
+    return x
+
+
+def trace_wire(broker_id: int, api_key: int, version: int, request: Any, body: Any) -> None:
+    """One DEBUG line of `logbroker.wire` for a traced API's request and answer. Fetch is traced only
+    when a partition's answer carries an error (its successful answers are the bulk of the traffic)."""
+    name = _TRACED.get(api_key)
+    if name is None or getattr(request, "replica_id", -1) >= 0:
+        return
+    answer = _plain(body)
+    if api_key == 1:
+        bad = [(t.get("topic"), p.get("partition_index"), p.get("error_code")) for t in answer.get("responses", [])
+               for p in t.get("partitions", []) if p.get("error_code")]
+        if not bad:
+            return
+        wire.debug("broker %d %s v%d %s", broker_id, name, version, bad)
+        return
+    wire.debug("broker %d %s v%d request %s answer %s", broker_id, name, version, _plain(request), answer)

@@ -188,6 +188,8 @@ class SimKafkaClient:
                 body = await self.call(node, METADATA, 7, req)
             except (ConnectionError, ClientTimeout):
                 continue
+            if not body["brokers"]:  # a broker without its first view of the cluster: ask another (as Kafka's clients)
+                continue
             self.brokers = {int(b["node_id"]): str(b["host"]) for b in body["brokers"]}
             leaders: dict[int, str] = {}
             for t in body["topics"]:

@@ -54,6 +54,8 @@ class BrokerProc:
             args += ["-o", o]
         for b in self.bugs:
             args += ["--bug", b]
+        if os.environ.get("LOGBROKER_TEST_WIRE_TRACE"):  # the consumer-routing requests and their answers
+            args.append("--wire-trace")
         with open(self.log_path, "ab") as logf:
             self.proc = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT, env={**os.environ, **self.env})
         wait_port(self.port)

@@ -206,6 +206,8 @@ class BrokerCore:
     def metadata_request(self, version: int, req: Any) -> Reply:
         every = req.topics is None or (version == 0 and not req.topics)  # v0 has no null: empty means all
         names: list[str] = sorted(self.metadata.topics) if every else [t.name for t in req.topics]
+        if not self.metadata.complete:
+            return self._metadata_before_first_view(version, names)
         auto = self.config.auto_create_topics and (version < 4 or bool(req.allow_auto_topic_creation))
         topics = []
         for name in names:
@@ -244,6 +246,20 @@ class BrokerCore:
             "controller_id": self.metadata.controller_id,
             "topics": topics,
         })
+
+    @staticmethod
+    def _metadata_before_first_view(version: int, names: list[str]) -> Reply:
+        """Metadata from a broker that has not yet had the controller's first UpdateMetadata (a
+        restarted broker, between opening its port and hearing from the controller): as Kafka's, whose
+        metadata cache is empty until then — no brokers, no controller, no partitions, and no topic
+        auto-created from that view. Clients discard an answer without brokers and ask again
+        (the Java client's DefaultMetadataUpdater, kafka-python, aiokafka). Before, this answered with
+        itself as the only broker and every topic unknown; a client that took that answer forgot
+        every other broker and every partition's leader (issue 48)."""
+        topics = [{"error_code": int(Err.LEADER_NOT_AVAILABLE if TOPIC_RE.match(n) else Err.INVALID_TOPIC_EXCEPTION),
+                   "name": n, "is_internal": n == OFFSETS_TOPIC, "partitions": []} for n in names]
+        return Reply(version, {"throttle_time_ms": 0, "brokers": [], "cluster_id": "logbroker", "controller_id": -1,
+                               "topics": topics})
 
     # --- topic configs -------------------------------------------------------------------------
     def topic_settings(self, topic: str) -> TopicSettings:

@@ -112,6 +112,10 @@ def coordinator_node(metadata: MetadataCache, local: Mapping[TopicPartition, Par
     broker; librdkafka then waited out its reconnect backoff, up to 10 s, before asking again, and
     the transactions of that window timed out.)"""
     metas = metadata.topics.get(topic)
+    if metas is None and not metadata.complete:  # a restarted broker before the controller's first view:
+        # it cannot tell a missing topic from one it has not heard of yet, and must not create it from
+        # a view that holds only itself (Kafka answers COORDINATOR_NOT_AVAILABLE then)
+        return Err.COORDINATOR_NOT_AVAILABLE, "this broker has no view of the cluster yet", NO_NODE
     if metas is None:
         create()
         metas = metadata.topics.get(topic)

@@ -143,8 +143,20 @@ def _read_events(path: Path) -> list[dict]:  # type: ignore[type-arg]
     return out
 
 
+def replica_assignment(coordinator: int, led: tuple[int, ...], brokers: int = 3) -> list[list[int]]:
+    """Each partition's replicas, the first its preferred leader: the coordinator's broker for the
+    partitions in `led`, the other brokers in turn for the rest."""
+    others = [b for b in range(1, brokers + 1) if b != coordinator]
+    out = []
+    for p in range(PARTITIONS):
+        first = coordinator if p in led else others[p % len(others)]
+        out.append([first, *[b for b in range(1, brokers + 1) if b != first]])
+    return out
+
+
 def run(root: Path, zk: LocalZooKeeper, *, bugs: tuple[str, ...] = (), wait_s: float = 120,
-        extra: tuple[str, ...] = (), preload: bool = False, group: str = GROUP, churn: bool = False) -> Outcome:
+        extra: tuple[str, ...] = (), preload: bool = False, group: str = GROUP, churn: bool = False,
+        coordinator_leads: tuple[int, ...] | None = None) -> Outcome:
     """One run of the scenario; every process it starts is stopped before it returns. `churn`: the
     aiokafka member is SIGKILLed with the coordinator and a new one started, so the group also
     rebalances across the failover (its old member expires on the new coordinator). Members also
@@ -162,7 +174,12 @@ def run(root: Path, zk: LocalZooKeeper, *, bugs: tuple[str, ...] = (), wait_s: f
     try:
         a = _admin(cluster)
         wait_for(lambda: len(a.list_topics(timeout=10).brokers) == 3, 30, "three brokers")
-        for f in a.create_topics([NewTopic(TOPIC, PARTITIONS, 3)]).values():
+        if coordinator_leads is None:
+            new = NewTopic(TOPIC, PARTITIONS, 3)
+        else:  # the group's coordinator is known first (its lookup creates __consumer_offsets)
+            c = wait_for(lambda: max(coordinator_of(cluster, group), 0), 60, "the group's coordinator")
+            new = NewTopic(TOPIC, PARTITIONS, -1, replica_assignment=replica_assignment(c, coordinator_leads))
+        for f in a.create_topics([new]).values():
             f.result(15)
         boot = ",".join(b.bootstrap for b in cluster)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -190,7 +191,7 @@ def main(argv: list[str]) -> int:
     every = int(argv[5]) if len(argv) > 5 else 20
     idle = len(argv) > 6 and argv[6] == "idle"
     signal.signal(signal.SIGTERM, _on_term)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+    logging.basicConfig(level=os.environ.get("GROUP_MEMBER_LOG_LEVEL", "WARNING"), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     with open(path, "a") as f:
         out = Out(f)

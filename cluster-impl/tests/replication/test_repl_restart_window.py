@@ -1,0 +1,111 @@
+"""Issue 48: what a restarted broker answers clients before the controller's first UpdateMetadata.
+
+The window is held open on purpose: broker 1 is SIGKILLed, its partition's leadership moves, and it is
+started again on the same port and data with ZooKeeper unreachable, so it listens but never registers
+and never hears from the controller (in a real restart the window lasts from opening the port until
+the first UpdateMetadata). Kafka's broker answers from an empty metadata cache then: no brokers, no
+controller, no partitions, no topic auto-created, COORDINATOR_NOT_AVAILABLE, and NOT_LEADER_OR_FOLLOWER
+for any partition it holds on disk. Clients discard a Metadata answer without brokers (the Java
+client, kafka-python, aiokafka). Ours answered with itself as the only broker and every topic
+unknown, so a client that refreshed its metadata there forgot every other broker and every leader.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from brokerlib import free_port
+from conftest import make_cluster
+from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
+from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from logbroker.protocol.apis import make_message
+from logbroker.protocol.errors import Err
+from rawclient import RawClient
+from zklib import LocalZooKeeper
+
+pytestmark = pytest.mark.zookeeper
+
+
+def _wait(pred: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}; last saw {last!r}")
+
+
+def _metadata(r: RawClient, topics: list[str] | None) -> Any:
+    return r.request(make_message(MetadataRequest, 9, {
+        "topics": None if topics is None else [{"name": t} for t in topics], "allow_auto_topic_creation": True,
+        "include_cluster_authorized_operations": False, "include_topic_authorized_operations": False}),
+        MetadataResponse)
+
+
+@pytest.mark.parametrize("auto_create", [False, True], ids=["no-auto-create", "auto-create"])
+def test_a_restarted_broker_without_its_first_view_answers_as_kafkas_does(
+        tmp_path: Path, zookeeper: LocalZooKeeper, auto_create: bool) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    cluster = make_cluster(tmp_path, zookeeper, extra=(f"auto.create.topics.enable={str(auto_create).lower()}",))
+    try:
+        boot = ",".join(b.bootstrap for b in cluster)
+        a = AdminClient({"bootstrap.servers": boot})
+        _wait(lambda: len(a.list_topics(timeout=10).brokers) == 3, 30, "three brokers in the metadata")
+        for f in a.create_topics([NewTopic("t", 2, -1, replica_assignment=[[1, 2, 3], [2, 3, 1]])]).values():
+            f.result(20)
+        p = Producer({"bootstrap.servers": boot, "acks": "all"})
+        for i in range(10):
+            p.produce("t", b"x", partition=i % 2)
+        assert p.flush(30) == 0
+        c = Consumer({"bootstrap.servers": boot, "group.id": "g"})
+        c.commit(offsets=[TopicPartition("t", 0, 5)], asynchronous=False)
+        c.close()
+
+        cluster[0].kill()
+
+        def moved() -> int:
+            md = a.list_topics("t", timeout=10).topics["t"].partitions[0]
+            return md.leader if md.leader not in (-1, 1) else 0
+        _wait(moved, 30, "t-0's leadership to leave the killed broker 1")
+        held = cluster[0]
+        held.overrides = [o for o in held.overrides if not o.startswith("zookeeper.connect=")] + [
+            f"zookeeper.connect=127.0.0.1:{free_port()}"]  # nothing listens there: it never registers
+        held.start()
+
+        r = RawClient(held.bootstrap)
+        t0 = time.monotonic()
+        m = _metadata(r, ["t", "fresh-topic"])
+        assert time.monotonic() - t0 < 5, "Metadata waited on the coordination service"
+        assert list(m.brokers) == [], f"a broker without a view named brokers: {m}"
+        assert m.controller_id == -1
+        assert {t.name: (t.error_code, list(t.partitions)) for t in m.topics} == {
+            "t": (int(Err.LEADER_NOT_AVAILABLE), []), "fresh-topic": (int(Err.LEADER_NOT_AVAILABLE), [])}, m
+        assert list(_metadata(r, None).topics) == []
+        for key_type in (0, 1):  # the group and the transaction coordinator
+            fc = r.request(make_message(FindCoordinatorRequest, 3, {"key": "g", "key_type": key_type}),
+                           FindCoordinatorResponse)
+            assert (fc.error_code, fc.node_id) == (int(Err.COORDINATOR_NOT_AVAILABLE), -1), fc
+        of = r.request(make_message(OffsetFetchRequest, 7, {
+            "group_id": "g", "topics": [{"name": "t", "partition_indexes": [0]}], "require_stable": True}),
+            OffsetFetchResponse)
+        assert of.error_code == int(Err.NOT_COORDINATOR), of
+        lo = r.request(make_message(ListOffsetsRequest, 5, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": "t", "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]}),
+            ListOffsetsResponse)
+        assert lo.topics[0].partitions[0].error_code == int(Err.NOT_LEADER_OR_FOLLOWER), lo
+        r.close()
+        # no topic was created from that view: the live brokers still know only `t` (and the offsets topic)
+        assert "fresh-topic" not in AdminClient({"bootstrap.servers": cluster[1].bootstrap}).list_topics(
+            timeout=10).topics
+    finally:
+        for b in cluster:
+            b.kill()
