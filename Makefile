@@ -8,7 +8,7 @@ STAMP := .venv/.stamp-$(shell cat pyproject.toml cluster-impl/pyproject.toml | s
 DEBS  := debootstrap zookeeper libfaketime faketime iptables openjdk-17-jre-headless openssh-client chromium
 
 .PHONY: run test deps venv image check bench bench-cluster bench-broker bench-cluster-impl bench-check bench-run \
-        bench-detect bench-fuzz bench-sim bench-fleet bench-txn clean-cluster tansu docs
+        bench-detect bench-fuzz bench-sim bench-fleet bench-txn clean-cluster tansu docs test-fast
 
 # The default chaos run: 5 nodes, 60 s of the queue workload under every fault family, checked.
 # ARGS: flags of `chaos run` (make run ARGS='--nodes 3 --seed 7').
@@ -22,7 +22,11 @@ tansu: deps venv image
 	@$(CHAOS) systems tansu --build
 
 test: deps venv image tansu check
-	$(PY) -m pytest -p no:cacheprovider
+	$(PY) -m pytest -p no:cacheprovider --durations=25
+
+# The inner loop: the unit tier (no Docker, ZooKeeper or Spark, nothing slow). Not what CI runs.
+test-fast: venv
+	$(PY) -m pytest -p no:cacheprovider -q -m "not docker and not zookeeper and not spark and not slow"
 
 # Install steps are quiet: one line each, their tools' output in $(LOGS)/ (shown when a step fails).
 LOGS := .build/logs

@@ -52,6 +52,7 @@ def _stream_and_kill(b: BrokerProc, topic: str, kill_after: float) -> list[int]:
     return acked
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fsync_each", [True, False], ids=["flush.messages=1", "default-flush"])
 def test_sigkill_during_produce(broker_factory, fsync_each: bool) -> None:  # type: ignore[no-untyped-def]
     overrides = ["flush.messages=1"] if fsync_each else []

@@ -61,6 +61,8 @@ def _check(run: str, cache: Path, out: Path, *flags: str) -> dict:  # type: igno
     return found  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_checks_share_one_server_which_stops_when_idle(cache: Path, tmp_path: Path) -> None:
     where = cache / "check-server"
     _check("valid-kill-controller", cache, tmp_path / "a")
@@ -86,6 +88,8 @@ def test_checks_share_one_server_which_stops_when_idle(cache: Path, tmp_path: Pa
     assert "no check server runs" in run_chaos("check-server", "status", env=_env(cache)).stdout
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_a_dead_servers_files_are_replaced_and_stop_ends_it(cache: Path, tmp_path: Path) -> None:
     """A stale server.json whose pid is now another process: that process is neither used nor killed."""
     where = cache / "check-server"

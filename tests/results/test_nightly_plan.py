@@ -148,6 +148,8 @@ def test_junit_xml_counts_and_escaping() -> None:
         Case("a", "b", 0, "flaky")
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_the_nights_runs_are_judged_together_in_one_job(tmp_path: Path) -> None:
     """Two simulated runs (the clean cluster and `truncate-to-hw`, which kills find on seed 2 within
     20 simulated seconds) are stored unchecked, then judged by one Spark job at the end: each gets its

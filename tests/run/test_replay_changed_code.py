@@ -10,6 +10,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from kernel.store import git_revision
 from tests.run.test_replay_shared import CHAOS, stored_sim_run
 
@@ -31,6 +33,8 @@ def _replay(run: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([CHAOS, "replay", str(run), "--no-progress"], capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_a_replay_under_changed_code_reports_the_difference_and_the_new_verdict(tmp_path: Path) -> None:
     run = stored_sim_run(tmp_path)
     changed = _replay(_as_if(run, tmp_path / "changed", "0" * 40))

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 CHAOS = str(Path(sys.executable).parent / "chaos")
 
 
@@ -22,6 +24,8 @@ def stored_sim_run(tmp_path: Path) -> Path:
     return next(p for p in (store / "queue").iterdir() if (p / "test.json").is_file())
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_a_run_shared_by_its_test_json_alone_replays(tmp_path: Path) -> None:
     run = stored_sim_run(tmp_path)
     shared = tmp_path / "shared"

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from harness.provision.sim_screen import screen
 from harness.registry import build_test
 from harness.sim_search import search, seed_spec, simulate_and_screen, spark_judge
@@ -33,6 +35,8 @@ def test_clean_seeds_are_judged_by_spark_in_batches() -> None:
     assert sum("seeds as one Spark job" in s for s in said) == 2, said
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_a_bug_is_found_shrunk_saved_and_confirmed(tmp_path: Path) -> None:
     out = _sim_search(tmp_path, "--bug", "truncate-to-hw", "--nemesis", "kill", "--nemesis-interval", "2",
                       "--time-limit", "20", "--rate", "100", "--budget", "120s", "--check-batch", "0")
