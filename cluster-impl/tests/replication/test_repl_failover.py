@@ -26,13 +26,15 @@ def admin(cluster: list[BrokerProc]):  # type: ignore[no-untyped-def]
 
 
 def wait_for(pred, timeout: float = 30, what: str = "condition"):  # type: ignore[no-untyped-def]
+    """`pred()`'s first truthy value; past the deadline, an AssertionError saying what it last returned."""
     deadline = time.monotonic() + timeout
+    got = None
     while time.monotonic() < deadline:
         got = pred()
         if got:
             return got
         time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}; last saw {got!r}")
 
 
 def partition_meta(cluster: list[BrokerProc], topic: str, partition: int = 0):  # type: ignore[no-untyped-def]

@@ -26,20 +26,10 @@ from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, Fin
 from logbroker.protocol.apis import make_message
 from logbroker.protocol.errors import Err
 from rawclient import RawClient
+from test_repl_failover import wait_for
 from zklib import LocalZooKeeper
 
 pytestmark = pytest.mark.zookeeper
-
-
-def _wait(pred: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = pred()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}; last saw {last!r}")
 
 
 def _metadata(r: RawClient, topics: list[str] | None) -> Any:
@@ -59,7 +49,7 @@ def test_a_restarted_broker_without_its_first_view_answers_as_kafkas_does(
     try:
         boot = ",".join(b.bootstrap for b in cluster)
         a = AdminClient({"bootstrap.servers": boot})
-        _wait(lambda: len(a.list_topics(timeout=10).brokers) == 3, 30, "three brokers in the metadata")
+        wait_for(lambda: len(a.list_topics(timeout=10).brokers) == 3, 30, "three brokers in the metadata")
         for f in a.create_topics([NewTopic("t", 2, -1, replica_assignment=[[1, 2, 3], [2, 3, 1]])]).values():
             f.result(20)
         p = Producer({"bootstrap.servers": boot, "acks": "all"})
@@ -75,7 +65,7 @@ def test_a_restarted_broker_without_its_first_view_answers_as_kafkas_does(
         def moved() -> int:
             md = a.list_topics("t", timeout=10).topics["t"].partitions[0]
             return md.leader if md.leader not in (-1, 1) else 0
-        _wait(moved, 30, "t-0's leadership to leave the killed broker 1")
+        wait_for(moved, 30, "t-0's leadership to leave the killed broker 1")
         held = cluster[0]
         held.overrides = [o for o in held.overrides if not o.startswith("zookeeper.connect=")] + [
             f"zookeeper.connect=127.0.0.1:{free_port()}"]  # nothing listens there: it never registers
