@@ -66,6 +66,15 @@ class ProtocolViolation(Exception):
     """The peer sent something we will not parse; close its connection."""
 
 
+class NoViewYet(Exception):
+    """A Metadata request waited out `FIRST_VIEW_WAIT_MS` without this broker hearing from the
+    controller: close the connection rather than answer with nothing, so the client asks another
+    broker (`BrokerCore._metadata_awaiting_first_view` says why)."""
+
+
+METADATA_KEY = 3
+
+
 class BrokerServer:
     def __init__(self, core: BrokerCore, net: Network = TCP) -> None:
         """`net`: real sockets by default; the simulator hands in its model network."""
@@ -150,6 +159,9 @@ class BrokerServer:
                     self.memory.release(size)
         except ProtocolViolation as e:
             log.warning("closing connection from %s: %s", peer, e)
+        except NoViewYet:
+            log.info("closing connection from %s: asked for Metadata before this broker had a view of the cluster",
+                     peer)
         except ConnectionError:
             pass
         except Exception:
@@ -213,6 +225,8 @@ class BrokerServer:
         if answered is None:
             return None
         version, body = answered
+        if head.api_key == METADATA_KEY and not body.get("brokers"):  # only an answer without a view names none
+            raise NoViewYet
         return encode_response(api, version, head.correlation_id, body)
 
     async def answer(self, api_key: int, version: int, request: Any, client_host: str = "") -> tuple[int, Any] | None:

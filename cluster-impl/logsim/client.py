@@ -188,7 +188,8 @@ class SimKafkaClient:
                 body = await self.call(node, METADATA, 7, req)
             except (ConnectionError, ClientTimeout):
                 continue
-            if not body["brokers"]:  # a broker without its first view of the cluster: ask another (as Kafka's clients)
+            if not body["brokers"]:  # a broker without a view of the cluster (the socket server closes the
+                # connection instead of sending this, logbroker/server.py): ask another
                 continue
             self.brokers = {int(b["node_id"]): str(b["host"]) for b in body["brokers"]}
             leaders: dict[int, str] = {}

@@ -29,7 +29,7 @@ from logbroker.core.describe_producers import describe_producers
 from logbroker.core.fetch_session import FetchContext, FetchSessionCache, SessionPartition
 from logbroker.core.leader_epoch_api import offset_for_leader_epoch
 from logbroker.core.leader_host import Answer, LeaderReplication
-from logbroker.core.metadata import BrokerEndpoint, MetadataCache, PartitionMeta
+from logbroker.core.metadata import FIRST_VIEW, FIRST_VIEW_WAIT_MS, BrokerEndpoint, MetadataCache, PartitionMeta
 from logbroker.core.partition import Partition, Role, TopicPartition
 from logbroker.core.produce import ProduceHandler
 from logbroker.core.producer_id import FileProducerIds, ProducerIds
@@ -207,7 +207,7 @@ class BrokerCore:
         every = req.topics is None or (version == 0 and not req.topics)  # v0 has no null: empty means all
         names: list[str] = sorted(self.metadata.topics) if every else [t.name for t in req.topics]
         if not self.metadata.complete:
-            return self._metadata_before_first_view(version, names)
+            return self._metadata_awaiting_first_view(version, req)
         auto = self.config.auto_create_topics and (version < 4 or bool(req.allow_auto_topic_creation))
         topics = []
         for name in names:
@@ -247,19 +247,37 @@ class BrokerCore:
             "topics": topics,
         })
 
-    @staticmethod
-    def _metadata_before_first_view(version: int, names: list[str]) -> Reply:
-        """Metadata from a broker that has not yet had the controller's first UpdateMetadata (a
-        restarted broker, between opening its port and hearing from the controller): as Kafka's, whose
-        metadata cache is empty until then — no brokers, no controller, no partitions, and no topic
-        auto-created from that view. Clients discard an answer without brokers and ask again
-        (the Java client's DefaultMetadataUpdater, kafka-python, aiokafka). Before, this answered with
-        itself as the only broker and every topic unknown; a client that took that answer forgot
-        every other broker and every partition's leader (issue 48)."""
-        topics = [{"error_code": int(Err.LEADER_NOT_AVAILABLE if TOPIC_RE.match(n) else Err.INVALID_TOPIC_EXCEPTION),
-                   "name": n, "is_internal": n == OFFSETS_TOPIC, "partitions": []} for n in names]
-        return Reply(version, {"throttle_time_ms": 0, "brokers": [], "cluster_id": "logbroker", "controller_id": -1,
-                               "topics": topics})
+    def _metadata_awaiting_first_view(self, version: int, req: Any) -> Reply:
+        """Metadata asked of a broker that has not yet had the controller's first UpdateMetadata (a
+        restarted broker, between opening its port and hearing from the controller). It has nothing
+        true to say about the cluster, so it says nothing until it can: the request waits for that
+        view, up to `FIRST_VIEW_WAIT_MS`, and is then answered as usual (as a KRaft broker serves no
+        client before it has caught up with the metadata log). If the view does not come, the answer
+        is an empty one, which the server does not send: it closes the connection, and the client
+        asks another broker (issue 48).
+
+        Why not answer at once: with itself as the only broker and every topic unknown (the first
+        design), a client that refreshed there forgot every other broker and every leader; with no
+        brokers (as ZooKeeper-mode Kafka's empty metadata cache), the Java client, kafka-python and
+        aiokafka discard the answer and ask again, but librdkafka (confluent-kafka 2.16.1) took it
+        and sent no Metadata request to anyone for the 30 s of its message timeout: every produce of
+        a producer created just after a broker's restart failed (`test_repl_failover`, in CI)."""
+        deadline = self.clock.monotonic_ms() + FIRST_VIEW_WAIT_MS
+
+        def complete(timed_out: bool) -> Body:
+            if self.metadata.complete:
+                got = self.metadata_request(version, req)
+                assert got.body is not None
+                return got.body
+            every = req.topics is None or (version == 0 and not req.topics)
+            names = [] if every else [t.name for t in req.topics]
+            return {"throttle_time_ms": 0, "brokers": [], "cluster_id": "logbroker", "controller_id": -1,
+                    "topics": [{"error_code": int(Err.LEADER_NOT_AVAILABLE if TOPIC_RE.match(n)
+                                                  else Err.INVALID_TOPIC_EXCEPTION),
+                                "name": n, "is_internal": n == OFFSETS_TOPIC, "partitions": []} for n in names]}
+
+        return Reply(version, deferred=self.purgatory.add(Deferred(
+            lambda: self.metadata.complete, complete, deadline, version, frozenset({FIRST_VIEW}))))
 
     # --- topic configs -------------------------------------------------------------------------
     def topic_settings(self, topic: str) -> TopicSettings:

@@ -8,6 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+#: the purgatory key of requests waiting for this broker's first view (`BrokerCore.metadata_request`)
+FIRST_VIEW = "first-view"
+#: how long a Metadata request waits for that view before the connection is closed instead
+#: (`logbroker/server.py`): a restart's window normally closes within a few hundred milliseconds of
+#: the broker opening its port; a broker cut off from the controller longer must send its clients elsewhere
+FIRST_VIEW_WAIT_MS = 2000
+
 
 @dataclass(frozen=True, slots=True)
 class BrokerEndpoint:

@@ -36,7 +36,7 @@ from logbroker.coord.retry import until_done
 from logbroker.coord.store import ClusterStore
 from logbroker.core.broker import BrokerCore, Reply
 from logbroker.core.leader_host import Answer
-from logbroker.core.metadata import BrokerEndpoint, PartitionMeta
+from logbroker.core.metadata import FIRST_VIEW, BrokerEndpoint, PartitionMeta
 from logbroker.core.partition import Partition, Role, TopicPartition
 from logbroker.core.topic_admin import AlterBody
 from logbroker.log.checkpoint import write_atomically
@@ -351,6 +351,7 @@ class ReplicaManager:
                 int(m["leader"]), int(m["leader_epoch"]), tuple(m["replicas"]), tuple(m["isr"]))
         self.core.metadata.topics = topics
         self.core.metadata.complete = True
+        self.core.purgatory.check([FIRST_VIEW])  # the Metadata requests that waited for it
         if "topic_configs" in body:
             self.core.set_topic_configs({str(t): dict(c) for t, c in body["topic_configs"].items()})
         for b in body["brokers"]:

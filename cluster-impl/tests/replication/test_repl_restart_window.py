@@ -3,11 +3,13 @@
 The window is held open on purpose: broker 1 is SIGKILLed, its partition's leadership moves, and it is
 started again on the same port and data with ZooKeeper unreachable, so it listens but never registers
 and never hears from the controller (in a real restart the window lasts from opening the port until
-the first UpdateMetadata). Kafka's broker answers from an empty metadata cache then: no brokers, no
-controller, no partitions, no topic auto-created, COORDINATOR_NOT_AVAILABLE, and NOT_LEADER_OR_FOLLOWER
-for any partition it holds on disk. Clients discard a Metadata answer without brokers (the Java
-client, kafka-python, aiokafka). Ours answered with itself as the only broker and every topic
-unknown, so a client that refreshed its metadata there forgot every other broker and every leader.
+the first UpdateMetadata). Such a broker has nothing true to say about the cluster. A Metadata request
+waits for its view (`FIRST_VIEW_WAIT_MS`) and, when none comes, the broker closes the connection so the
+client asks another broker; FindCoordinator answers COORDINATOR_NOT_AVAILABLE, and a partition it holds
+on disk NOT_LEADER_OR_FOLLOWER; no topic is auto-created from that view. Before, it answered Metadata
+with itself as the only broker and every topic unknown (a client forgot every other broker and
+leader), then with no brokers at all, which librdkafka took: it asked nobody again for the 30 s of its
+message timeout.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from logbroker.core.metadata import FIRST_VIEW_WAIT_MS
 from logbroker.protocol.apis import make_message
 from logbroker.protocol.errors import Err
 from rawclient import RawClient
@@ -40,7 +43,7 @@ def _metadata(r: RawClient, topics: list[str] | None) -> Any:
 
 
 @pytest.mark.parametrize("auto_create", [False, True], ids=["no-auto-create", "auto-create"])
-def test_a_restarted_broker_without_its_first_view_answers_as_kafkas_does(
+def test_a_restarted_broker_without_its_first_view_sends_its_clients_elsewhere(
         tmp_path: Path, zookeeper: LocalZooKeeper, auto_create: bool) -> None:
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -71,15 +74,29 @@ def test_a_restarted_broker_without_its_first_view_answers_as_kafkas_does(
             f"zookeeper.connect=127.0.0.1:{free_port()}"]  # nothing listens there: it never registers
         held.start()
 
+        for topics in (["t", "fresh-topic"], None):
+            r = RawClient(held.bootstrap, timeout=FIRST_VIEW_WAIT_MS / 1000 + 10)
+            t0 = time.monotonic()
+            with pytest.raises(ConnectionError):
+                m = _metadata(r, topics)
+                pytest.fail(f"a broker without a view answered Metadata: {m}")
+            waited = time.monotonic() - t0
+            assert FIRST_VIEW_WAIT_MS / 1000 - 0.5 <= waited < FIRST_VIEW_WAIT_MS / 1000 + 5, (
+                f"the connection closed after {waited:.1f} s, not after waiting for the view")
+            r.close()
+
+        # librdkafka, which took an answer without brokers for its whole view, reaches the leaders
+        # through the other brokers of its bootstrap list
+        failed: list[str] = []
+        for attempt in range(3):
+            p = Producer({"bootstrap.servers": ",".join(b.bootstrap for b in cluster), "acks": "all",
+                          "message.timeout.ms": 20000})
+            for i in range(5):
+                p.produce("t", b"y", partition=i % 2,
+                          on_delivery=lambda e, m: failed.append(str(e)) if e else None)
+            assert p.flush(30) == 0 and failed == [], f"producer {attempt} with the held broker in its list: {failed}"
+
         r = RawClient(held.bootstrap)
-        t0 = time.monotonic()
-        m = _metadata(r, ["t", "fresh-topic"])
-        assert time.monotonic() - t0 < 5, "Metadata waited on the coordination service"
-        assert list(m.brokers) == [], f"a broker without a view named brokers: {m}"
-        assert m.controller_id == -1
-        assert {t.name: (t.error_code, list(t.partitions)) for t in m.topics} == {
-            "t": (int(Err.LEADER_NOT_AVAILABLE), []), "fresh-topic": (int(Err.LEADER_NOT_AVAILABLE), [])}, m
-        assert list(_metadata(r, None).topics) == []
         for key_type in (0, 1):  # the group and the transaction coordinator
             fc = r.request(make_message(FindCoordinatorRequest, 3, {"key": "g", "key_type": key_type}),
                            FindCoordinatorResponse)
