@@ -21,12 +21,16 @@ run: deps venv image
 tansu: deps venv image
 	@$(CHAOS) systems tansu --build
 
+# Three pytest-xdist workers on two cores: most tests wait (on containers, ZooKeeper sessions, JVMs)
+# rather than compute. Every module with a Docker test runs in one of them (tests/conftest.py).
+# WORKERS=0 runs the suite in this process, one test at a time.
+WORKERS := 3
 test: deps venv image tansu check
-	$(PY) -m pytest -p no:cacheprovider --durations=25
+	$(PY) -m pytest -p no:cacheprovider -n $(WORKERS) --durations=25
 
 # The inner loop: the unit tier (no Docker, ZooKeeper or Spark, nothing slow). Not what CI runs.
 test-fast: venv
-	$(PY) -m pytest -p no:cacheprovider -q -m "not docker and not zookeeper and not spark and not slow"
+	$(PY) -m pytest -p no:cacheprovider -q -n $(WORKERS) -m "not docker and not zookeeper and not spark and not slow"
 
 # Install steps are quiet: one line each, their tools' output in $(LOGS)/ (shown when a step fails).
 LOGS := .build/logs

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +22,53 @@ ROOT = Path(__file__).resolve().parents[1]
 # would outlive the test; tests/results/test_check_server.py turns it on where it is the subject
 os.environ["CHAOS_CHECK_SERVER"] = "0"
 CHAOS = str(Path(sys.executable).parent / "chaos")
+
+
+#: a test module holding a Docker test says so in its text (`pytest.mark.docker`, on a test or as `pytestmark`)
+DOCKER_MARK = re.compile(r"\bpytest\.mark\.docker\b")
+
+
+@functools.cache
+def uses_docker(module: Path) -> bool:
+    try:
+        return bool(DOCKER_MARK.search(module.read_text()))
+    except OSError:
+        return False
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`make test` runs the suite on several pytest-xdist workers, a test module at a time: a module's
+    tests may share a module-scoped fixture (one broker, one deployment) and build on each other's
+    state in file order (`test_broker_api_versions.py`). Every module with a Docker test runs in one
+    worker, one test at a time: they share that worker's cluster (`docker_cluster`), some name their
+    own (`pytest-tansu`), and one removes every labelled container on the machine
+    (`test_cluster_cli.py`). The modules of unit, ZooKeeper and Spark tests, each with its own ports
+    and directories, spread over the other workers while those wait on containers. (A scheduler of
+    our own rather than `--dist loadgroup`: the controller sees only test ids, and loadgroup's way of
+    tagging them does not survive pytest 9.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    root = Path(config.rootpath)
+
+    class ModulesAndOneDockerWorker(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "docker" if uses_docker(root / module) else module
+
+    return ModulesAndOneDockerWorker(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that takes the session's SparkSession (`spark`) is a Spark test, marked or not, so
+    `make test-fast` leaves it out. The scheduler above finds Docker tests by their module's text; a
+    test marked some other way (a mark added here, say) would run beside the Docker worker and fight
+    over containers."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("spark") is None:
+            item.add_marker(pytest.mark.spark)
+        if item.get_closest_marker("docker") is not None and not uses_docker(Path(item.path)):
+            raise pytest.UsageError(f"{item.nodeid} is a docker test, but its module does not say "
+                                    "`pytest.mark.docker` where make test's scheduler looks (tests/conftest.py)")
 
 
 @dataclass

@@ -28,8 +28,11 @@ ELLE_CLI = _tool("ELLE_CLI", ELLE_DEFAULT)
 JEPSEN_CHECK = _tool("JEPSEN_KAFKA_CHECK", JEPSEN_DEFAULT)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def spark() -> Any:
+    """The process's local[2] session: started by the first test that asks, then reused (`get_spark`
+    keeps one per process). Looked up per test, not held for the session: a test of another master
+    (a standalone cluster) replaces it, and `make test`'s workers run modules in any order."""
     from results.spark import get_spark
 
     return get_spark("local[2]")

@@ -172,6 +172,7 @@ sys.exit(main(["check", sys.argv[1]]))
 """
 
 
+@pytest.mark.spark
 def test_a_driver_jvm_that_dies_mid_check_is_named_not_a_harness_bug(tmp_path: Path) -> None:
     """A task's OutOfMemoryError kills the driver JVM in local mode. The check then saw only refused
     connections, reported an internal error (exit 7) and hid the cause; now it says the JVM died and
@@ -185,6 +186,7 @@ def test_a_driver_jvm_that_dies_mid_check_is_named_not_a_harness_bug(tmp_path: P
     assert "internal error" not in out.stderr and not (run / "results.json").exists()
 
 
+@pytest.mark.spark
 def test_a_process_whose_driver_jvm_died_says_so_when_asked_for_spark_again(tmp_path: Path) -> None:
     """After the JVM died (a nightly checks again run by run), asking for the session is an
     environment problem, not a session whose every call fails with a refused connection."""

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import CHAOS
 from tests.foundation.test_bad_input import GOOD, hist
 
@@ -20,6 +22,7 @@ def _check(run: Path, *args: str, env: dict[str, str] | None = None) -> subproce
                           text=True, timeout=300, env={**os.environ, **(env or {})})
 
 
+@pytest.mark.spark
 def test_a_check_shows_no_jvm_chatter_and_keeps_it_in_spark_log(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
@@ -47,6 +50,7 @@ def test_a_jvm_that_does_not_start_is_this_machines_problem(tmp_path: Path) -> N
     assert "Traceback" not in res.stderr
 
 
+@pytest.mark.spark
 def test_several_runs_in_one_command_say_what_is_not_looked_for_once(tmp_path: Path) -> None:
     """`--test-count`, `chaos detect` and a night run many checks in one process: the sentence that
     elle-cli is absent is said at the first run's start, not again at every run."""

@@ -125,6 +125,7 @@ def test_a_dead_servers_files_are_replaced_and_stop_ends_it(cache: Path, tmp_pat
     assert not server.alive(state.pid) and server.read_state(where) is None
 
 
+@pytest.mark.spark
 def test_without_a_server_the_check_runs_in_its_own_process(cache: Path, tmp_path: Path) -> None:
     """A cache directory where no server can keep its files: the check still judges, in-process."""
     cache.mkdir(parents=True)

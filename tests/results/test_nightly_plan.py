@@ -204,6 +204,7 @@ def test_a_stop_during_the_nights_check_leaves_a_summary_that_says_so(tmp_path: 
     assert doc["exit_code"] == 130 and doc["interrupted"]
 
 
+@pytest.mark.spark
 def test_when_the_batch_check_fails_each_run_is_judged_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.nightly import run_night
     from results.checker import KafkaChecker

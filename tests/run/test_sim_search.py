@@ -25,6 +25,7 @@ def _sim_search(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.spark
 def test_clean_seeds_are_judged_by_spark_in_batches() -> None:
     said: list[str] = []
     base = build_test(build_spec({"provisioner": "sim", "nodes": 3, "time_limit": 10.0, "rate": 20.0,

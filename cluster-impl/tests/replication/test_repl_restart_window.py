@@ -29,7 +29,7 @@ from logbroker.core.metadata import FIRST_VIEW_WAIT_MS
 from logbroker.protocol.apis import make_message
 from logbroker.protocol.errors import Err
 from rawclient import RawClient
-from test_repl_failover import wait_for
+from test_repl_failover import quiet, wait_for
 from zklib import LocalZooKeeper
 
 pytestmark = pytest.mark.zookeeper
@@ -51,15 +51,15 @@ def test_a_restarted_broker_without_its_first_view_sends_its_clients_elsewhere(
     cluster = make_cluster(tmp_path, zookeeper, extra=(f"auto.create.topics.enable={str(auto_create).lower()}",))
     try:
         boot = ",".join(b.bootstrap for b in cluster)
-        a = AdminClient({"bootstrap.servers": boot})
+        a = AdminClient({"bootstrap.servers": boot, "logger": quiet})
         wait_for(lambda: len(a.list_topics(timeout=10).brokers) == 3, 30, "three brokers in the metadata")
         for f in a.create_topics([NewTopic("t", 2, -1, replica_assignment=[[1, 2, 3], [2, 3, 1]])]).values():
             f.result(20)
-        p = Producer({"bootstrap.servers": boot, "acks": "all"})
+        p = Producer({"bootstrap.servers": boot, "acks": "all", "logger": quiet})
         for i in range(10):
             p.produce("t", b"x", partition=i % 2)
         assert p.flush(30) == 0
-        c = Consumer({"bootstrap.servers": boot, "group.id": "g"})
+        c = Consumer({"bootstrap.servers": boot, "group.id": "g", "logger": quiet})
         c.commit(offsets=[TopicPartition("t", 0, 5)], asynchronous=False)
         c.close()
 
@@ -90,7 +90,7 @@ def test_a_restarted_broker_without_its_first_view_sends_its_clients_elsewhere(
         failed: list[str] = []
         for attempt in range(3):
             p = Producer({"bootstrap.servers": ",".join(b.bootstrap for b in cluster), "acks": "all",
-                          "message.timeout.ms": 20000})
+                          "message.timeout.ms": 20000, "logger": quiet})
             for i in range(5):
                 p.produce("t", b"y", partition=i % 2,
                           on_delivery=lambda e, m: failed.append(str(e)) if e else None)
