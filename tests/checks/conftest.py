@@ -28,11 +28,13 @@ ELLE_CLI = _tool("ELLE_CLI", ELLE_DEFAULT)
 JEPSEN_CHECK = _tool("JEPSEN_KAFKA_CHECK", JEPSEN_DEFAULT)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def spark() -> Any:
-    """The process's local[2] session: started by the first test that asks, then reused (`get_spark`
-    keeps one per process). Looked up per test, not held for the session: a test of another master
-    (a standalone cluster) replaces it, and `make test`'s workers run modules in any order."""
+    """The process's local[2] session: started by the first module that asks, then reused
+    (`get_spark` keeps one per process). Looked up per module, not held for the session: in-process
+    code that asks for another master (the simulator search's judge: local[*]) replaces it, and
+    `make test`'s workers run modules in any order. (Module-scoped, so the modules' own fixtures
+    that judge a batch once can take it.)"""
     from results.spark import get_spark
 
     return get_spark("local[2]")
