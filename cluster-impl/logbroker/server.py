@@ -72,8 +72,6 @@ class NoViewYet(Exception):
     broker (`BrokerCore._metadata_awaiting_first_view` says why)."""
 
 
-METADATA_KEY = 3
-
 
 class BrokerServer:
     def __init__(self, core: BrokerCore, net: Network = TCP) -> None:
@@ -225,7 +223,7 @@ class BrokerServer:
         if answered is None:
             return None
         version, body = answered
-        if head.api_key == METADATA_KEY and not body.get("brokers"):  # only an answer without a view names none
+        if api.name == "Metadata" and not body.get("brokers"):  # only an answer without a view names none
             raise NoViewYet
         return encode_response(api, version, head.correlation_id, body)
 

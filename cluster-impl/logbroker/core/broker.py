@@ -207,7 +207,7 @@ class BrokerCore:
         every = req.topics is None or (version == 0 and not req.topics)  # v0 has no null: empty means all
         names: list[str] = sorted(self.metadata.topics) if every else [t.name for t in req.topics]
         if not self.metadata.complete:
-            return self._metadata_awaiting_first_view(version, req)
+            return self._metadata_awaiting_first_view(version, req, names)
         auto = self.config.auto_create_topics and (version < 4 or bool(req.allow_auto_topic_creation))
         topics = []
         for name in names:
@@ -247,7 +247,7 @@ class BrokerCore:
             "topics": topics,
         })
 
-    def _metadata_awaiting_first_view(self, version: int, req: Any) -> Reply:
+    def _metadata_awaiting_first_view(self, version: int, req: Any, names: list[str]) -> Reply:
         """Metadata asked of a broker that has not yet had the controller's first UpdateMetadata (a
         restarted broker, between opening its port and hearing from the controller). It has nothing
         true to say about the cluster, so it says nothing until it can: the request waits for that
@@ -269,8 +269,6 @@ class BrokerCore:
                 got = self.metadata_request(version, req)
                 assert got.body is not None
                 return got.body
-            every = req.topics is None or (version == 0 and not req.topics)
-            names = [] if every else [t.name for t in req.topics]
             return {"throttle_time_ms": 0, "brokers": [], "cluster_id": "logbroker", "controller_id": -1,
                     "topics": [{"error_code": int(Err.LEADER_NOT_AVAILABLE if TOPIC_RE.match(n)
                                                   else Err.INVALID_TOPIC_EXCEPTION),
