@@ -65,14 +65,16 @@ def _label(valid: Any) -> str:
 @click.command()
 @_spec_options
 @click.option("--test-count", type=click.IntRange(1, 10_000), default=1, show_default=True,
-              help="Repeat with seeds seed, seed+1, ...")
+              help="Repeat with seeds seed, seed+1, ...; stops at the first INVALID run (as Jepsen's does) "
+                   "unless --keep-going.")
+@click.option("--keep-going", is_flag=True, help="With --test-count: run every seed even after an INVALID one.")
 @click.option("--no-progress", is_flag=True, help="No live progress line.")
 @click.option("--until-covered", "until_covered", default=None, metavar="PROBES",
               help="Comma-separated probes (cluster-impl/README.md): draw seeds seed, seed+1, ... until every "
                    "one was hit by some run, or --test-count runs are done (the budget); stops early on a failure.")
 @click.option("--txn", is_flag=True, help="The transactional workload (Jepsen's :txn); same as --workload txn.")
-def run(config_file: Path | None, test_count: int, no_progress: bool, until_covered: str | None, txn: bool,
-        **flags: Any) -> int:
+def run(config_file: Path | None, test_count: int, keep_going: bool, no_progress: bool, until_covered: str | None,
+        txn: bool, **flags: Any) -> int:
     """Provision, run a workload under faults, record the history, check it, report.
 
     Exit codes: 0 valid, 1 anomalies found, 2 unknown, 3 usage, 4 provisioning, 5 a node, 6 this
@@ -111,6 +113,12 @@ def run(config_file: Path | None, test_count: int, no_progress: bool, until_cove
                        + (f", still missing {', '.join(missing)}" if missing else " — every named probe hit"), err=True)
             if not missing or out.exit_code != 0:
                 break
+        if out.exit_code == 1 and not keep_going and i + 1 < test_count:
+            # a user repeating a run hunts for one failure: once found, the rest of the budget is
+            # better spent on `chaos replay` of it (Jepsen's `--test-count` stops there too)
+            click.echo(f"stopping at the first INVALID run ({test_count - i - 1} left; --keep-going runs them)",
+                       err=True)
+            break
     if wanted is not None and wanted - hit:
         click.echo(f"until-covered: the budget ({test_count} runs) ended with {', '.join(sorted(wanted - hit))} "
                    "never hit", err=True)

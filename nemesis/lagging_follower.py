@@ -16,7 +16,8 @@ controller (common after failovers), a preferred leader election is asked for fi
 recorded in the fault's value.
 
 Kind `kill-isr` asks the opposite question (seed 003 (A), unclean election): L's requests to C are
-NOT dropped, so the controller does take F out of the ISR; then every ISR member except F dies at
+NOT dropped, so the controller does take F out of the ISR (F is a follower other than C where there
+is one, so that the cut leaves C's requests to L alone); then every ISR member except F dies at
 once. F is the only live replica and lacks acknowledged writes: a correct controller leaves the
 partition offline until an ISR member returns; one that elects a replica outside the ISR (unclean
 election when it is not enabled) loses what F never fetched. Only one fetch round trip separates F's
@@ -77,6 +78,12 @@ class LaggingFollowerFamily:
         if not followers:
             out["skipped"] = "the partition has no follower"
             return out
+        if fault.kind == "kill-isr" and ctrl is not None:
+            # Any follower asks this kind's question; the controller is the wrong one. Cut off from
+            # L's broker port, it could not tell L anything either: not the LeaderAndIsr that makes L
+            # leader (in flight right after a preferred election), so L never shrank the ISR and the
+            # controller kept F in it (a CI failure of tests/nemesis/test_compositions.py).
+            followers.sort(key=lambda n: n.name == ctrl.name)
         f = followers[0]
         out.update(leader=leader.name, follower=f.name)
         c = cut(ctx, f, leader)

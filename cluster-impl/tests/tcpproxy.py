@@ -1,10 +1,12 @@
-"""A loopback TCP proxy whose connections a test can cut, to drop a client's connections mid-stream."""
+"""A loopback TCP proxy whose connections a test can cut, to drop a client's connections mid-stream, or
+hold (close every new one at once) for a while."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 import threading
+import time
 
 
 class CuttableProxy:
@@ -19,6 +21,10 @@ class CuttableProxy:
         self._lock = threading.Lock()
         self._stop = False
         self.cuts = 0
+        #: while set, a connection is accepted and closed at once (`hold`): what a ZooKeeper server
+        #: without a quorum does to a client's handshake
+        self.holding = False
+        self.refused: list[float] = []  # monotonic times of the connections closed so
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -27,6 +33,10 @@ class CuttableProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
+            if self.holding:
+                self.refused.append(time.monotonic())
+                client.close()
+                continue
             try:
                 upstream = socket.create_connection(self.target, timeout=5)
             except OSError:
@@ -61,6 +71,14 @@ class CuttableProxy:
                 except OSError:
                     pass
         self.cuts += 1
+
+    def hold(self) -> None:
+        """Cut every live connection and, until `release`, close each new one as soon as it opens."""
+        self.holding = True
+        self.cut_all()
+
+    def release(self) -> None:
+        self.holding = False
 
     def close(self) -> None:
         self._stop = True

@@ -1,5 +1,7 @@
-"""A real nightly on Docker: 4 short runs, one with a broker bug switch on. Its JUnit XML, read with
-the standard library's parser, has 4 test cases and exactly one failure — the bug's run.
+"""A real nightly on Docker: 2 short runs, one with a broker bug switch on (its config names its own
+seed). Its JUnit XML, read with the standard library's parser, has 2 test cases and exactly one
+failure — the bug's run. (Four runs once; the other two repeated the default config at more seeds,
+which `test_nightly_plan.py` covers without containers.)
 
 The bug run: `ack-before-replication` (the leader acknowledges acks=all before any follower has the
 record) with every worker on one key (`hotkey`, one partition) while that key's leader is cut off
@@ -30,7 +32,7 @@ NIGHTLY = """
 name = "ci"
 budget_minutes = 45
 overhead_seconds = 90
-seeds = [11, 12, 13]
+seeds = [12]
 workloads = ["hotkey"]
 
 [base]
@@ -52,7 +54,7 @@ seeds = [11]
 """
 
 
-def test_four_runs_one_failure_in_junit(tmp_path: Path) -> None:
+def test_two_runs_one_failure_in_junit(tmp_path: Path) -> None:
     cfg = tmp_path / "nightly.toml"
     cfg.write_text(NIGHTLY.format(cluster=f"res-nightly-{os.getpid()}"))
     store = tmp_path / "store"
@@ -65,7 +67,7 @@ def test_four_runs_one_failure_in_junit(tmp_path: Path) -> None:
     root = ET.parse(junit).getroot()
     assert root.tag == "testsuites"
     cases = root.findall("./testsuite/testcase")
-    assert len(cases) == 4, out.stderr[-4000:]
+    assert len(cases) == 2, out.stderr[-4000:]
     failures = [c for c in cases if c.find("failure") is not None]
     assert len(failures) == 1, out.stderr[-4000:]
     assert not any(c.find("error") is not None or c.find("skipped") is not None for c in cases)
@@ -74,7 +76,7 @@ def test_four_runs_one_failure_in_junit(tmp_path: Path) -> None:
     message = bad.find("failure").get("message", "")  # type: ignore[union-attr]
     assert "chaos replay" in message and ("unseen" in message or "lost-write" in message), message
     suite = root.find("testsuite")
-    assert suite is not None and (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("4", "1", "0")
+    assert suite is not None and (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("2", "1", "0")
 
     night = next(store.glob("ci-*"))
     assert (night / "junit.xml").read_bytes() == junit.read_bytes()

@@ -15,6 +15,7 @@ from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.retry import KazooRetry
 
 from logbroker.coord import paths
 from logbroker.coord.model import (
@@ -36,12 +37,27 @@ def _config_json(configs: dict[str, str]) -> bytes:
 
 log = logging.getLogger(__name__)
 
+#: The longest pause between two rounds of connection attempts to the ensemble. kazoo's default
+#: doubles the pause after every failed round up to an hour (`retry_max_delay=3600`), and resets it
+#: only once a handshake succeeds. A broker cut off from a ZooKeeper quorum (its local server accepts
+#: and drops it, having no quorum) was back 2 to 33 s after the heal of a 20- to 60-s cut (README,
+#: "Back on ZooKeeper"), its controller, coordinators and ISR updates deaf all that time. ZooKeeper's
+#: own Java client, which Kafka uses, waits at most about a second between rounds (its host provider's
+#: spin delay plus a random pause under a second); so do we.
+RECONNECT_MAX_DELAY_S = 1.0
+
+
+def connection_retry() -> KazooRetry:
+    """Forever, from 0.1 s doubling to `RECONNECT_MAX_DELAY_S` (times a jitter of ±40%)."""
+    return KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_jitter=0.4, max_delay=RECONNECT_MAX_DELAY_S)
+
 
 class ZkStore:
     def __init__(self, hosts: str, session_timeout_ms: int, client: Any = None) -> None:
         """`client`: a kazoo-compatible client to use instead of a `KazooClient` on `hosts` (the
         simulator's ZooKeeper model hands in its own, so this very code runs there too)."""
-        self.zk = client if client is not None else KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000.0)
+        self.zk = client if client is not None else KazooClient(
+            hosts=hosts, timeout=session_timeout_ms / 1000.0, connection_retry=connection_retry())
         self.session_listeners: list[Callable[[str], None]] = []
         self.zk.add_listener(self._on_state)
 
