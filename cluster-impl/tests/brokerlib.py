@@ -49,7 +49,7 @@ class BrokerProc:
     def start(self) -> BrokerProc:
         args = [sys.executable, "-m", "logbroker", "-o", f"log.dirs={self.data}",
                 "-o", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-                "--log-level", os.environ.get("LOGBROKER_TEST_LOG_LEVEL", "WARNING")]
+                "--log-level", os.environ.get("LOGBROKER_TEST_LOG_LEVEL", "INFO")]
         for o in self.overrides:
             args += ["-o", o]
         for b in self.bugs:

@@ -152,11 +152,11 @@ def test_junit_xml_counts_and_escaping() -> None:
 @pytest.mark.spark
 def test_the_nights_runs_are_judged_together_in_one_job(tmp_path: Path) -> None:
     """Two simulated runs (the clean cluster and `truncate-to-hw`, which kills find on seed 2 within
-    20 simulated seconds) are stored unchecked, then judged by one Spark job at the end: each gets its
+    10 simulated seconds) are stored unchecked, then judged by one Spark job at the end: each gets its
     own results.json and report, both by the same Spark application, and the JUnit shows one failure."""
     out, store = _nightly(tmp_path, 'name = "sim"\nbudget_minutes = 10\noverhead_seconds = 30\nseeds = [2]\n'
                                     'workloads = ["queue"]\n[base]\nprovisioner = "sim"\nnodes = 3\n'
-                                    'time_limit = 20\nrate = 100\nnemesis_interval = 2\n[nemeses]\nkills = ["kill"]\n'
+                                    'time_limit = 10\nrate = 100\nnemesis_interval = 2\n[nemeses]\nkills = ["kill"]\n'
                                     '[configs.default]\n[configs.bug]\nbugs = ["truncate-to-hw"]\n')
     assert out.returncode == 1, out.stderr[-3000:]
     assert out.stderr.count("judged with the others at the end") == 2

@@ -39,8 +39,10 @@ def test_clean_seeds_are_judged_by_spark_in_batches() -> None:
 @pytest.mark.slow
 @pytest.mark.spark
 def test_a_bug_is_found_shrunk_saved_and_confirmed(tmp_path: Path) -> None:
+    # 10-s seeds: seed 2 fails and its five kills shrink to four in about a minute (20-s seeds took
+    # four and a half: twice the replay per shrink step, twice the faults to try)
     out = _sim_search(tmp_path, "--bug", "truncate-to-hw", "--nemesis", "kill", "--nemesis-interval", "2",
-                      "--time-limit", "20", "--rate", "100", "--budget", "120s", "--check-batch", "0")
+                      "--time-limit", "10", "--rate", "100", "--budget", "120s", "--check-batch", "0")
     assert out.returncode == 1, out.stderr[-3000:]
     assert "Spark job" not in out.stderr.replace("in 0 Spark job(s)", "")  # --check-batch 0: the screen only
     run = next((tmp_path / "store" / "sim-search").iterdir())

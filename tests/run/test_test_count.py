@@ -15,7 +15,7 @@ from tests.conftest import run_chaos
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 MIX = ["run", "--provisioner", "sim", "--nodes", "3", "--bug", "truncate-to-hw", "--nemesis", "kill",
-       "--nemesis-interval", "2", "--time-limit", "20", "--rate", "100", "--no-progress"]
+       "--nemesis-interval", "2", "--time-limit", "10", "--rate", "100", "--no-progress"]
 
 
 def _runs(store: Path) -> list[Path]:

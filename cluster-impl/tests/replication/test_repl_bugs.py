@@ -86,14 +86,22 @@ def test_local_isr_shrink(tmp_path: Path, zookeeper, bug: bool) -> None:  # type
             _pause(b, True)
         import time
 
+        paused = time.monotonic()
         time.sleep(2.5)  # > replica.lag.time.max.ms: the leader wants the laggards out
-        acked, _ = _produce_quick(brokers[leader - 1], name, range(5))
+        acked, errors = _produce_quick(brokers[leader - 1], name, range(5))
+        # On a loaded machine the leader's upkeep tick or the client's bootstrap can miss the first
+        # 2.5-s try (a CI failure, not reproduced with two busy loops): the buggy leader gets more tries,
+        # all well inside the frozen controller's 20-s session, after which a shrink would be legitimate.
+        while bug and len(acked) < 5 and time.monotonic() - paused < 12:
+            acked, errors = _produce_quick(brokers[leader - 1], name, range(5))
         for b in others:
             _pause(b, False)
+        seen = f"acked {acked}, errors {sorted(set(errors))}; leader {leader}'s log:\n" \
+               + "\n".join(brokers[leader - 1].log_path.read_text().splitlines()[-15:])
         if bug:
-            assert len(acked) == 5, "the leader shrank its ISR by itself and advanced HW"
+            assert len(acked) == 5, f"the leader shrank its ISR by itself and advanced HW: {seen}"
         else:
-            assert acked == [], "no ISR change without the controller, so no acks=all"
+            assert acked == [], f"no ISR change without the controller, so no acks=all: {seen}"
     finally:
         for b in brokers:
             b.kill()
