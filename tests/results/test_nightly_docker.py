@@ -88,4 +88,4 @@ def test_two_runs_one_failure_in_junit(tmp_path: Path) -> None:
         assert (run / "report.html").is_file() and (run / "availability.png").stat().st_size > 10_000
         assert json.loads((run / "test.json").read_text())["nightly"]["cell"] == e["cell"]
     page = (night / "index.html").read_text()
-    assert page.count('class="run"') == 4 and page.count('data-verdict="invalid"') == 1
+    assert page.count('class="run"') == 2 and page.count('data-verdict="invalid"') == 1
