@@ -96,6 +96,13 @@ def plan_from(data: dict[str, Any], *, store: str | None = None, budget_minutes:
     nemeses = {k: _list(v, f"nemeses.{k}", str) if v != [] else [] for k, v in
                _table(data.get("nemeses", {"none": []}), "nemeses").items()}
     configs = _table(data.get("configs", {"default": {}}), "configs") or {"default": {}}
+    for cname, ctab in configs.items():
+        # a config's seeds narrow the night's (they choose among them); none of them among the
+        # night's would leave the config out of the night without a word
+        own = _list(ctab.get("seeds", seeds), f"configs.{cname}.seeds", int) if isinstance(ctab, dict) else seeds
+        if not set(own) & set(seeds):
+            raise UsageError(f"[configs.{cname}] seeds {own} are not among the night's seeds {seeds}: a config's "
+                             "seeds choose among the night's, so it would have no run")
     cells: list[Cell] = []
     for seed in seeds:
         for cname, ctab in configs.items():

@@ -55,6 +55,7 @@ def test_matrix_is_workloads_x_nemeses_x_configs_x_seeds_seed_by_seed() -> None:
     ({"workloads": ["nosuch"]}, "unknown workload"),
     ({"nemeses": {"bad": ["kill-everything"]}}, "unknown nemesis"),
     ({"seeds": []}, "non-empty list"),
+    ({"seeds": [12], "configs": {"bug": {"seeds": [11]}}}, r"\[configs.bug\] seeds \[11\] are not among the night's"),
     ({"configs": {"a-very-long-configuration-name-that-cannot-be-a-dir": {}}}, "shorten it"),
 ])
 def test_a_bad_matrix_is_refused_before_anything_runs(change: dict[str, Any], words: str) -> None:
