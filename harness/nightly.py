@@ -96,10 +96,11 @@ def plan_from(data: dict[str, Any], *, store: str | None = None, budget_minutes:
     nemeses = {k: _list(v, f"nemeses.{k}", str) if v != [] else [] for k, v in
                _table(data.get("nemeses", {"none": []}), "nemeses").items()}
     configs = _table(data.get("configs", {"default": {}}), "configs") or {"default": {}}
-    for cname, ctab in configs.items():
-        # a config's seeds narrow the night's (they choose among them); none of them among the
-        # night's would leave the config out of the night without a word
-        own = _list(ctab.get("seeds", seeds), f"configs.{cname}.seeds", int) if isinstance(ctab, dict) else seeds
+    # a config's seeds narrow the night's (they choose among them); none of them among the night's
+    # would leave the config out of the night without a word
+    config_seeds = {c: _list(t.get("seeds", seeds), f"configs.{c}.seeds", int) if isinstance(t, dict) else seeds
+                    for c, t in configs.items()}
+    for cname, own in config_seeds.items():
         if not set(own) & set(seeds):
             raise UsageError(f"[configs.{cname}] seeds {own} are not among the night's seeds {seeds}: a config's "
                              "seeds choose among the night's, so it would have no run")
@@ -109,7 +110,7 @@ def plan_from(data: dict[str, Any], *, store: str | None = None, budget_minutes:
             ctab = {k.replace("-", "_"): v for k, v in _table(ctab, f"configs.{cname}").items()}
             if "seed" in ctab or "name" in ctab:
                 raise UsageError(f"[configs.{cname}] may not set seed or name")
-            if seed not in ctab.get("seeds", seeds):
+            if seed not in config_seeds[cname]:
                 continue
             for wl in ctab.get("workloads", workloads):
                 for mix in ctab.get("nemeses", list(nemeses)):
