@@ -336,8 +336,8 @@ def _spark_app(master: str | None) -> str | None:
     """The SparkSession this process's checks used (the same one all night)."""
     from results.spark import get_spark
 
-    try:
-        app: str = get_spark(master).sparkContext.applicationId
+    try:  # the conf, not sparkContext: a session of the shared check server (Spark Connect) has none
+        app: str = get_spark(master).conf.get("spark.app.id")
         return app
     except Exception:
         return None

@@ -1,12 +1,13 @@
 """The phases of a run, each a context manager that undoes itself whatever stops the run.
 
-provisioned → deployed → armed (the nemesis, healed on the way out) → recorded (workers for the
-time limit) → healed (and recovered?) → drained → collected → checked. The same phases run on every
-backend: what waits in them goes through the test's runtime (`kernel/runtime.py`: threads and the
-wall clock in containers, the simulator's loop on virtual time). `RunRecord` is the run's store
-directory and history; every phase marks itself in `test.json` (`phase`, `phases` timings, in wall
-seconds), so an interrupted run says where it stopped. Cleanup runs `shielded()`: a second Ctrl-C or
-a SIGTERM during teardown is remembered, not obeyed, until the containers and rules are gone.
+provisioned → (warming: the checker, in the background) → deployed → armed (the nemesis, healed on
+the way out) → recorded (workers for the time limit) → healed (and recovered?) → drained → collected →
+checked. The same phases run on every backend: what waits in them goes through the test's runtime
+(`kernel/runtime.py`: threads and the wall clock in containers, the simulator's loop on virtual time).
+`RunRecord` is the run's store directory and history; every phase marks itself in `test.json`
+(`phase`, `phases` timings, in wall seconds), so an interrupted run says where it stopped.
+Cleanup runs `shielded()`: a second Ctrl-C or a SIGTERM during teardown is remembered,
+not obeyed, until the containers and rules are gone.
 """
 
 from __future__ import annotations
@@ -124,6 +125,17 @@ def provisioned(test: Test, rec: RunRecord) -> Iterator[Cluster]:
                 _quietly("closing a connection", r.close)
             if not spec.leave_running:
                 _quietly("tearing down the nodes", prov.down)
+
+
+@contextlib.contextmanager
+def warming(test: Test, rec: RunRecord, check: bool) -> Iterator[None]:
+    """Start the checker's warm-up (`warm_up(run_dir)`: its Spark session and compiled checks, in the
+    background) once the nodes exist, so it overlaps the deployment's waits and the workload. Not
+    before: a run that cannot get its nodes (no Docker, an unreachable host) starts no JVM and no
+    check server only to say so."""
+    if check and (warm_up := getattr(test.checker, "warm_up", None)) is not None:
+        warm_up(rec.path)
+    yield
 
 
 @contextlib.contextmanager

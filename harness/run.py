@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.client_log import client_log
-from harness.phases import armed, collected, deployed, drained, healed, provisioned, recorded, recording
+from harness.phases import armed, collected, deployed, drained, healed, provisioned, recorded, recording, warming
 from harness.signals import signum_of, stop_signals
 from kernel.db import HasReplicaDumps
 from kernel.errors import ChaosError, Interrupted
@@ -77,8 +77,8 @@ def run(test: Test, *, progress: bool = True, say: Callable[[str], None] = _stde
     and is left for the caller to judge (`chaos nightly` with others in one job, `chaos sim-search`
     with its screen); its outcome is then "unchecked". `faults`: a schedule to play instead of the
     seed's (a shrunk one; `extra_meta` then says so in test.json). `narrate`: one line per phase
-    through `say` (`chaos run`'s console). A checker that can warm up (`warm_up(run_dir)`) is started
-    when the workload starts, so its session is ready when the run ends."""
+    through `say` (`chaos run`'s console). A checker that can warm up is started once the nodes exist
+    (`warming`), so its session is ready when the run ends."""
     if check and (note := getattr(test.checker, "announce", lambda: None)()) and note not in _ANNOUNCED:
         _ANNOUNCED.add(note)  # once, at the start: what this run's check will not look for; once per
         say(note)  # process, so `chaos detect`, `--test-count` and a night do not repeat it every run
@@ -93,10 +93,9 @@ def run(test: Test, *, progress: bool = True, say: Callable[[str], None] = _stde
         if extra_meta:
             rec.rd.write_meta(**extra_meta)
         try:
-            with client_log(rec.path), provisioned(test, rec) as cluster, deployed(test, cluster, rec) as db:
+            with client_log(rec.path), provisioned(test, rec) as cluster, warming(test, rec, check), \
+                    deployed(test, cluster, rec) as db:
                 with armed(test, cluster, db, rec, faults) as nemesis:
-                    if check and (warm_up := getattr(test.checker, "warm_up", None)) is not None:
-                        warm_up(rec.path)
                     pool = recorded(test, cluster, db, nemesis, rec, progress=progress)
                     recovered = healed(test, db, nemesis, rec)
                 drain_complete = drained(test, pool, db, rec, nemesis.faults)

@@ -1,5 +1,10 @@
 """The run's checker as the orchestrator sees it (`kernel.checker.Checker`): Spark checks + elle-cli,
-then the plots, report and store index (`results.present.render_run`)."""
+then the plots, report and store index (`results.present.render_run`).
+
+On the default master its session comes from the shared warm check server (`results.server`), as
+`chaos check`'s does: a `chaos run` then pays no driver JVM of its own, and every run of a night, a
+`--test-count` or a `chaos detect` after the first finds the checks' classes compiled. Where no server
+can be had (`CHAOS_CHECK_SERVER=0`, a failed start) the run checks in its own process as before."""
 
 from __future__ import annotations
 
@@ -30,21 +35,30 @@ class KafkaChecker:
         return absent_note(self.elle_cli)
 
     def warm_up(self, run_dir: Path) -> None:
-        """Start the Spark session and compile the checks in the background while the run's workload
-        goes (`results.warm`); its output goes to the run's spark.log."""
+        """Start the Spark session (the shared server's, or this process's) and compile the checks in
+        the background while the run's cluster comes up and its workload goes (`results.warm`); a JVM
+        of this process writes its output to the run's spark.log."""
         from results import warm
 
+        self._share()
         warm.start(self.spark_master, run_dir / "spark.log")
+
+    def _share(self) -> None:
+        from results.spark import use_server
+
+        use_server(self.spark_master is None)
 
     def check(self, run_dir: Path) -> CheckResult:
         from results import warm
 
+        self._share()
         warm.finish()
         result = check_run(run_dir, spark_master=self.spark_master, elle_cli=self.elle_cli, on_perf=draw)
         render(run_dir, plots=False)
         return result
 
     def check_many(self, run_dirs: Sequence[Path]) -> list[CheckResult | ChaosError]:
+        self._share()
         results = check_runs(list(run_dirs), spark_master=self.spark_master, elle_cli=self.elle_cli,
                              on_perf=draw)
         for d, r in zip(run_dirs, results, strict=True):

@@ -81,6 +81,11 @@ def classes_cached(on: bool) -> None:
     _classes_cached = on
 
 
+def classes_are_cached() -> bool:
+    """Whether they are (a warm shared check server's session says so as it connects)."""
+    return _classes_cached
+
+
 @dataclass
 class Frames:
     """The batch's keyed table (`facts`: the history's rows, windows computed) and its replica dumps'

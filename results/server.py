@@ -10,7 +10,12 @@ every later one connects to it; the server stops itself after `CHAOS_CHECK_SERVE
 (default 600) with no check. Each client has its own Connect session, so two checks at once keep
 their own views, settings and tables.
 
-What the files say (`$CHAOS_CACHE_DIR/check-server/`, mode 0700):
+Who asks: `chaos check`, and the checks of `chaos run`, `replay`, `nightly` and `detect` on the default
+master (`results.checker.KafkaChecker`), which start it while the run's cluster comes up, so a
+night's or a `--test-count`'s checks all find it warm.
+
+What the files say (`$CHAOS_CHECK_SERVER_DIR`, default `$CHAOS_CACHE_DIR/check-server/`, mode 0700;
+the test suite gives its session a directory of its own):
 - `server.json`: pid, port, token and the versions it runs; written once the service answers,
   removed when it stops. The token (random, per server) is what a client must present: it is passed
   to the JVM in its environment, never on a command line another user could read;
@@ -19,8 +24,8 @@ What the files say (`$CHAOS_CACHE_DIR/check-server/`, mode 0700):
 - `server.log`: the driver JVM's and this module's output.
 
 A server that cannot be started or reached is never a failed check: the check runs in its own
-process as before (`session` returns None and says why in the log). `--spark-master` (a real cluster)
-and `CHAOS_CHECK_SERVER=0` keep the check in-process, as do the tests (only `chaos check` asks).
+process as before (`session` returns None and says why in the log). `--spark-master` (a real cluster),
+`chaos check --no-server` and `CHAOS_CHECK_SERVER=0` keep the check in-process.
 """
 
 from __future__ import annotations
@@ -71,6 +76,8 @@ def enabled() -> bool:
 
 
 def home() -> Path:
+    if os.environ.get("CHAOS_CHECK_SERVER_DIR"):
+        return Path(os.environ["CHAOS_CHECK_SERVER_DIR"])
     from results.jvm import cache_dir
 
     return cache_dir() / "check-server"
@@ -278,6 +285,11 @@ def serve(where: Path | None = None) -> int:
     from results.spark import get_spark
 
     where = where or home()
+    # the first client may be a run's warm-up thread, which lowers its own priority for the workload's
+    # sake (`results.warm`), and a child inherits it: a server shared by every later check takes the
+    # normal priority back where this process may (root, CAP_SYS_NICE), before its JVM inherits it
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, 0, 0)
     token = secrets.token_urlsafe(24)
     os.environ["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = token  # the JVM inherits it; never on a command line
     port = _free_port()

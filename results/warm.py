@@ -17,6 +17,11 @@ machine. When the check begins, `finish` puts the JVM's threads back to normal p
 process may: root, or CAP_SYS_NICE; else the check runs niced, on a machine that is quiet by then)
 and waits for the warm-up to end. A warm-up that fails is only logged: the check starts its own
 session and says what is wrong as any check would.
+
+On the shared check server (`results.server`, where a run on the default master checks) the session
+is a Spark Connect client and there is no JVM here to start or renice. A server that already served a
+check has every query's classes compiled, so the tiny check is skipped; a server this warm-up had to
+start gets the tiny check, which compiles them in its JVM for every later check too.
 """
 
 from __future__ import annotations
@@ -99,18 +104,21 @@ class WarmUp:
             if self._hurry.is_set():  # the run ended first: the check itself warms the rest up
                 _renice_jvm(0)
                 return
-            # the tiny check compiles every query's classes (a cold compile costs seconds, paid here
-            # while the workload runs), and then the run's own check uses them whatever its size
-            frames.classes_cached(True)
-            try:
-                with tempfile.TemporaryDirectory(prefix="chaos-warm-") as tmp:
-                    run = Path(tmp) / "run"
-                    _tiny_run(run)
-                    got = check_runs([run], spark_master=self.spark_master, elle_cli=None, write=False,
-                                     perf=False, keep_going=False)[0]
-                    self.valid = getattr(got, "valid", None)
-            finally:
-                frames.classes_cached(self.valid is True)
+            if frames.classes_are_cached():  # a warm shared server's session: an earlier check compiled them
+                self.valid = True
+            else:
+                # the tiny check compiles every query's classes (a cold compile costs seconds, paid here
+                # while the workload runs), and then the run's own check uses them whatever its size
+                frames.classes_cached(True)
+                try:
+                    with tempfile.TemporaryDirectory(prefix="chaos-warm-") as tmp:
+                        run = Path(tmp) / "run"
+                        _tiny_run(run)
+                        got = check_runs([run], spark_master=self.spark_master, elle_cli=None, write=False,
+                                         perf=False, keep_going=False)[0]
+                        self.valid = getattr(got, "valid", None)
+                finally:
+                    frames.classes_cached(self.valid is True)
             # what the check phase imports after the jobs: the perf facts (pandas) and the plots and
             # report (matplotlib, the templates' engine), which cost the check phase time when imported
             # then (docs/measurements/check.md, "2026-11-29: the warm-up imports what the check phase

@@ -5,8 +5,10 @@ from __future__ import annotations
 import functools
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,10 +20,39 @@ from harness.ssh import SSHRemote
 from kernel.node import Node
 
 ROOT = Path(__file__).resolve().parents[1]
-# every `chaos check` a test starts checks in its own process: a shared check server (results/server.py)
-# would outlive the test; tests/results/test_check_server.py turns it on where it is the subject
-os.environ["CHAOS_CHECK_SERVER"] = "0"
 CHAOS = str(Path(sys.executable).parent / "chaos")
+
+# The session's check server (results/server.py). Every `chaos check`, `run`, `replay`, `nightly` and
+# `detect` a test starts as a process checks on one warm Spark driver kept in a directory of the
+# session's own, as a user's do on theirs: the suite pays one driver JVM and one compile of the checks,
+# not one per process (tests/README.md, "Time"). The controller (or the one process without xdist)
+# makes the directory before its workers start, so they inherit it, and stops the server at the end
+# (`pytest_unconfigure`); the idle time ends it should the session be killed. A test whose subject is
+# a check in its own process says `--no-server` or `CHAOS_CHECK_SERVER=0`.
+if "PYTEST_XDIST_WORKER" not in os.environ:
+    os.environ["CHAOS_CHECK_SERVER_DIR"] = tempfile.mkdtemp(prefix="chaos-test-check-server-")
+os.environ["CHAOS_CHECK_SERVER"] = "1"
+os.environ["CHAOS_CHECK_SERVER_IDLE"] = "300"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Checks inside the test processes themselves keep their own driver (the `spark` fixture's session,
+    which many tests reach through `sparkContext`, which a Spark Connect session has not): a check of a
+    `chaos run` called in-process (`KafkaChecker`) must not turn the worker's session into a client of
+    the server for the tests after it."""
+    from results import server
+
+    server.enabled = lambda: False
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return  # a worker: the controller stops the one server after every worker is done
+    from results import server
+
+    where = Path(os.environ["CHAOS_CHECK_SERVER_DIR"])
+    server.stop(where)
+    shutil.rmtree(where, ignore_errors=True)
 
 
 #: a test module holding a Docker test says so in its text (`pytest.mark.docker`, on a test or as `pytestmark`)

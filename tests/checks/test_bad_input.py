@@ -148,7 +148,7 @@ def test_replica_dumps_stay_with_their_run_when_an_earlier_path_is_not_judged(sp
 
 def _killed_jvm_env(tmp_path: Path) -> dict[str, str]:
     """A killed JVM runs no shutdown hook: its scratch directories go under the test's own."""
-    return {**os.environ, "SPARK_LOCAL_DIRS": str(tmp_path / "spark-local")}
+    return {**os.environ, "SPARK_LOCAL_DIRS": str(tmp_path / "spark-local"), "CHAOS_CHECK_SERVER": "0"}
 
 
 KILL_JVM_THEN_CHECK = """

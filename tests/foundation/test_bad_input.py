@@ -228,7 +228,7 @@ CASES: list[Case] = [
     Case("check-spark-master-bogus", ["check", "--spark-master", "bogus://x", "h"], 3, "is not a Spark master URL",
          files={"h/history.jsonl": hist(*GOOD)}),
     Case("check-java-home-nowhere", ["check", "h"], 6, "JAVA_HOME=/nowhere holds no bin/java",
-         files={"h/history.jsonl": hist(*GOOD)}, env={"JAVA_HOME": "/nowhere"}),
+         files={"h/history.jsonl": hist(*GOOD)}, env={"JAVA_HOME": "/nowhere", "CHAOS_CHECK_SERVER": "0"}),
     Case("check-elle-cli-unterminated", ["check", "--elle-cli", '"unterminated', "h"], 3,
          "--elle-cli '\"unterminated' is not a command line (No closing quotation)",
          files={"h/history.jsonl": hist(*GOOD)}),

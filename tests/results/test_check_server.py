@@ -36,7 +36,8 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def _env(cache: Path, **more: str) -> dict[str, str]:
     # CHAOS_CDS=0: no class-data archive to write into each test's new cache directory at exit
-    return {"CHAOS_CACHE_DIR": str(cache), "CHAOS_CHECK_SERVER": "1", "CHAOS_CHECK_SERVER_IDLE": str(IDLE_S),
+    return {"CHAOS_CACHE_DIR": str(cache), "CHAOS_CHECK_SERVER_DIR": str(cache / "check-server"),
+            "CHAOS_CHECK_SERVER": "1", "CHAOS_CHECK_SERVER_IDLE": str(IDLE_S),
             "CHAOS_CDS": "0", **more}
 
 

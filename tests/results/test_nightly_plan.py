@@ -4,6 +4,7 @@ a crashing run that becomes a JUnit <error> while the night goes on, and the JUn
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -19,6 +20,9 @@ from results.junit import Case, junit_xml
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAOS = str(Path(sys.executable).parent / "chaos")
+#: a night started with a bare environment still checks on the session's server (tests/conftest.py),
+#: not on one of its own left running in the test's home
+SESSION_CHECK_SERVER = {k: v for k, v in os.environ.items() if k.startswith("CHAOS_CHECK_SERVER")}
 
 MATRIX: dict[str, Any] = {
     "name": "nn",
@@ -80,7 +84,8 @@ def _nightly(tmp_path: Path, toml: str, *extra: str,
     store = tmp_path / "store"
     out = subprocess.run([CHAOS, "nightly", "--config", str(cfg), "--store", str(store), "--no-progress", *extra],
                          capture_output=True, text=True, timeout=timeout,
-                         env={"PATH": "/usr/bin:/bin", "CHAOS_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)})
+                         env={"PATH": "/usr/bin:/bin", "CHAOS_HOME": str(tmp_path / "home"), "HOME": str(tmp_path),
+                              **SESSION_CHECK_SERVER})
     return out, store
 
 
