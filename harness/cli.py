@@ -60,7 +60,7 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="chaos-harness")
 @click.option("-v", "--verbose", is_flag=True,
               help="Show the tools' own output too (the Spark JVM's, warnings of our modules); it is always "
-                   "in the run's log files (spark.log, nodes/).")
+                   "in the log files (the run's spark.log and nodes/, or the shared check server's server.log).")
 def cli(verbose: bool) -> None:
     """Chaos-test a Kafka-like replicated log: provision, fault, record, check, report."""
     import logging
