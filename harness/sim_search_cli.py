@@ -77,6 +77,12 @@ def sim_search(bugs: tuple[str, ...], budget: str, nemesis: str | None, nodes: i
     from harness.coverage_guide import CoverageGuide
 
     steer = CoverageGuide(first_seed, time_limit) if guide == "coverage" else None
+    from results.spark import use_server
+
+    # the batches' checks on the shared warm check server, as a run's: not a driver JVM and a cold
+    # compile of every query in each search. (Its worker processes are forked before the first check,
+    # and a fleet on --spark-master keeps the session it runs its seeds on.)
+    use_server(spark_master is None)
     out = hunt(base, first_seed=first_seed, budget_s=parse_budget(budget), jobs=jobs or os.cpu_count() or 1,
                spark_master=spark_master, fleet=spark_master is not None, say=say, store=Path(store),
                max_seeds=max_seeds, check_batch=check_batch, rates=rates, keep_going=keep_going,

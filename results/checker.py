@@ -12,10 +12,12 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernel.errors import ChaosError
-from results.check import CheckResult, check_run, check_runs, print_verdict
+
+if TYPE_CHECKING:
+    from results.check import CheckResult
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,7 @@ class KafkaChecker:
 
     def check(self, run_dir: Path) -> CheckResult:
         from results import warm
+        from results.check import check_run
 
         self._share()
         warm.finish()
@@ -58,6 +61,8 @@ class KafkaChecker:
         return result
 
     def check_many(self, run_dirs: Sequence[Path]) -> list[CheckResult | ChaosError]:
+        from results.check import CheckResult, check_runs
+
         self._share()
         results = check_runs(list(run_dirs), spark_master=self.spark_master, elle_cli=self.elle_cli,
                              on_perf=draw)
@@ -67,6 +72,8 @@ class KafkaChecker:
         return results
 
     def print(self, verdict: Any) -> None:
+        from results.check import print_verdict
+
         print_verdict(verdict)
         report = Path(verdict.run_dir or ".") / "report.html"
         if verdict.run_dir is not None and report.is_file():
