@@ -51,6 +51,7 @@ def test_a_bug_is_found_shrunk_saved_and_confirmed(tmp_path: Path) -> None:
     assert json.loads((run / "results.json").read_text())["valid"] is False
 
 
+@pytest.mark.spark  # the batch's check starts a driver JVM in this process
 def test_spark_finds_what_the_screen_does_not_look_for(tmp_path: Path) -> None:
     """A clean seed's history with one poll's reads of a key put out of offset order: the screen
     (loss and divergence only) passes it; the batch's Spark check names the poll's anomaly."""
