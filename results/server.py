@@ -10,9 +10,9 @@ every later one connects to it; the server stops itself after `CHAOS_CHECK_SERVE
 (default 600) with no check. Each client has its own Connect session, so two checks at once keep
 their own views, settings and tables.
 
-Who asks: `chaos check`, and the checks of `chaos run`, `replay`, `nightly` and `detect` on the default
+Who asks: `chaos check`, the checks of `chaos run`, `replay`, `nightly` and `detect` on the default
 master (`results.checker.KafkaChecker`), which start it while the run's cluster comes up, so a
-night's or a `--test-count`'s checks all find it warm.
+night's or a `--test-count`'s checks all find it warm, and `chaos sim-search`'s batches on one host.
 
 What the files say (`$CHAOS_CHECK_SERVER_DIR`, default `$CHAOS_CACHE_DIR/check-server/`, mode 0700;
 the test suite gives its session a directory of its own):

@@ -22,8 +22,8 @@ from kernel.node import Node
 ROOT = Path(__file__).resolve().parents[1]
 CHAOS = str(Path(sys.executable).parent / "chaos")
 
-# The session's check server (results/server.py). Every `chaos check`, `run`, `replay`, `nightly` and
-# `detect` a test starts as a process checks on one warm Spark driver kept in a directory of the
+# The session's check server (results/server.py). Every `chaos check`, `run`, `replay`, `nightly`,
+# `detect` and `sim-search` a test starts as a process checks on one warm Spark driver kept in a directory of the
 # session's own, as a user's do on theirs: the suite pays one driver JVM and one compile of the checks,
 # not one per process (tests/README.md, "Time"). The controller (or the one process without xdist)
 # makes the directory before its workers start, so they inherit it, and stops the server at the end
