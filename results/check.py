@@ -64,6 +64,11 @@ ALWAYS_BAD = [
     "commit-regression",
     "reread-committed",
     "lost-commit",
+    "ctp-processed-twice",
+    "ctp-skipped-input",
+    "ctp-fenced-write-visible",
+    "ctp-offsets-beyond-commit",
+    "ctp-offsets-behind-commit",
     "precommitted-read",
     "empty-transaction-graph",
     "hanging-transaction",
@@ -376,6 +381,8 @@ def _finish(r: _Run, batch: dict[int, Any]) -> CheckResult:
         found = {**found, **hanging_anomalies(r.files.test_json, EXAMPLES)}
         if "subscribe" in sub_via(r.files.test_json):
             found = {**found, **_commit_anomalies(r)}
+        if r.facts.ctp_ops:
+            found = {**found, **_exactly_once_anomalies(r)}
         result = _verdict(r, found, crashed, perf_summary, elle)
     cov = read_coverage(r.files.replicas, bugs_of(r.files.test_json))
     if cov is not None:
@@ -413,6 +420,18 @@ def _commit_anomalies(r: _Run) -> dict[str, dict[str, Any]]:
     t0 = time.perf_counter()
     found = commit_anomalies(read_ops(r.files.history), EXAMPLES)
     r.timings["commits"] = time.perf_counter() - t0
+    return found
+
+
+def _exactly_once_anomalies(r: _Run) -> dict[str, dict[str, Any]]:
+    """Consume-transform-produce transactions (results/exactly_once.py): one more linear pass. A
+    skipped input is judged only after a complete drain, as `unseen` is."""
+    from results.exactly_once import exactly_once_anomalies
+
+    t0 = time.perf_counter()
+    drained = r.facts.drain_complete(r.files.test_json) and not r.incomplete
+    found = exactly_once_anomalies(read_ops(r.files.history), EXAMPLES, drained=drained)
+    r.timings["exactly-once"] = time.perf_counter() - t0
     return found
 
 

@@ -176,3 +176,37 @@ def commits(op: Op) -> dict[int, int]:
     """The acknowledged offset commits an `ok` poll carries: key → the next offset to read."""
     got = op.extra.get("commits") if op.is_client and op.type is OpType.OK else None
     return {int(k): int(v) for k, v in got.items()} if isinstance(got, dict) else {}
+
+
+def is_ctp(op: Op) -> bool:
+    """A consume-transform-produce transaction (`"ctp": true`): its sends are decided by its reads."""
+    return op.is_client and op.extra.get("ctp") is True
+
+
+def _offsets(op: Op, field: str) -> dict[int, int]:
+    got = op.extra.get(field) if op.is_client and op.type is not OpType.INVOKE else None
+    return {int(k): int(v) for k, v in got.items()} if isinstance(got, dict) else {}
+
+
+def ctp_sources(op: Op) -> list[tuple[int, int]]:
+    """A ctp completion's input records, (key, offset), one per send in order: what each send
+    transforms."""
+    got = op.extra.get("sources") if is_ctp(op) and op.type is not OpType.INVOKE else None
+    return [(int(k), int(o)) for k, o in got] if isinstance(got, list) else []
+
+
+def txn_offsets(op: Op) -> dict[int, int]:
+    """The group offsets a ctp transaction added to itself (key → the next offset to read), whatever
+    its outcome: they became the group's only if it committed."""
+    return _offsets(op, "offsets") if is_ctp(op) else {}
+
+
+def group_offsets(op: Op) -> dict[int, int]:
+    """The group's committed offsets as a final op read them after every transaction had ended."""
+    return _offsets(op, "group-offsets")
+
+
+def fenced(op: Op) -> bool:
+    """A completion whose producer was fenced (a newer one took its transactional id): its
+    transaction was aborted by the coordinator, whatever the producer had sent."""
+    return op.extra.get("fenced") is True and op.type is not OpType.INVOKE

@@ -76,6 +76,7 @@ class HistoryScan:
     #: its first non-ok op; a foreign history's final reads may retry after one, and count if they end ok)
     final_ended_short: bool = False
     txn_ops: int = 0  # send, poll and txn ops invoked: none means nothing was tested (empty-transaction-graph)
+    ctp_ops: int = 0  # consume-transform-produce transactions invoked (the exactly-once check reads those)
     completions: dict[str, int] = field(default_factory=lambda: {t.value: 0 for t in OpType if t is not OpType.INVOKE})
     pending: dict[str, int] = field(default_factory=dict)  # process -> line of its unfinished invoke
     truncated_tail: bool = False
@@ -156,6 +157,7 @@ class _Reader:
         if op.type is OpType.INVOKE:
             if op.f in MOP_FS:
                 facts.txn_ops += 1
+                facts.ctp_ops += op.extra.get("ctp") is True
             if proc in self.open:
                 raise LineProblem(f"process {proc} invokes again while its op from line {self.open[proc][0]} "
                                   "has no completion (a process has one op in flight)")

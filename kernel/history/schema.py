@@ -111,6 +111,55 @@ def _rebalance_log(log: Any) -> None:
                 _key(k, f"rebalance-log[{i}].{name}[{j}]")
 
 
+#: the fields of a consume-transform-produce transaction (kernel/history/README.md, "Exactly-once")
+CTP_FIELDS = frozenset(("ctp", "sources", "offsets", "fenced", "group-offsets"))
+
+
+def _offset_map(x: Any, what: str) -> None:
+    """key -> offset, as `commits` and `fetched-commits` carry them."""
+    if not isinstance(x, dict):
+        raise LineProblem(f"{what} must be a map of key -> offset, not {_show(x)}")
+    for k, o in x.items():
+        if not _key_text(k):
+            raise LineProblem(f"{what} has key {k!r}, which is not a key number")
+        _int(o, f"{what}[{k!r}]")
+
+
+def _ctp_fields(d: dict[str, Any], typ: OpType, f: Any) -> None:
+    """A ctp transaction's own fields, on their own line: `ctp` marks a txn op whose sends are
+    decided by what it reads (so its invoke holds polls only); `sources` names, per send of a
+    completion, the input record it transforms; `offsets` what the transaction added of the group's
+    offsets, `fenced` a completion whose producer was fenced. `group-offsets` is the group's
+    committed offsets as a final op read them at the end."""
+    if "ctp" in d:
+        if d["ctp"] is not True or f != "txn":
+            raise LineProblem(f"ctp must be true, on a txn op only (here {_show(d['ctp'])} on f {_show(f)})")
+        if typ is OpType.INVOKE and any(isinstance(m, list) and m[:1] == ["send"] for m in d["value"]):
+            raise LineProblem("a ctp invoke holds polls only: what it sends is decided by what it reads")
+    elif {"sources", "offsets", "fenced"} & d.keys():
+        raise LineProblem("sources, offsets and fenced belong to a ctp transaction (\"ctp\": true)")
+    if typ is OpType.INVOKE and (CTP_FIELDS - {"ctp"}) & d.keys():
+        raise LineProblem("an invoke carries no sources, offsets, fenced or group-offsets: they are outcomes")
+    if "sources" in d:
+        srcs = d["sources"]
+        if not isinstance(srcs, list):
+            raise LineProblem(f"sources must be a list of [key, offset] (one per send), not {_show(srcs)}")
+        for i, src in enumerate(srcs):
+            if not isinstance(src, list) or len(src) != 2:
+                raise LineProblem(f"sources[{i}] must be [key, offset], not {_show(src)}")
+            _key(src[0], f"sources[{i}] key")
+            _int(src[1], f"sources[{i}] offset")
+        sends = sum(1 for m in d["value"] if m[0] == "send")
+        if len(srcs) != sends:
+            raise LineProblem(f"sources names {len(srcs)} input records for {sends} sends: one per send, in order")
+    if "offsets" in d:
+        _offset_map(d["offsets"], "offsets")
+    if "fenced" in d and type(d["fenced"]) is not bool:
+        raise LineProblem(f"fenced must be true or false, not {_show(d['fenced'])}")
+    if "group-offsets" in d:
+        _offset_map(d["group-offsets"], "group-offsets")
+
+
 def send_value(m: list[Any]) -> Any:
     """The value a send micro-op carries, in its invoke form (`['send', k, v]`) or ok form (`[o, v]`)."""
     return m[2][1] if isinstance(m[2], list) else m[2]
@@ -234,11 +283,15 @@ def checked_line(d: Any) -> Op:
             raise LineProblem(f"the value of {f} must be a list of keys, not {_show(value)}")
         for i, k in enumerate(value):
             _key(k, f"value[{i}]")
+        if CTP_FIELDS & d.keys():
+            _ctp_fields(d, typ, f)
         return Op(index, time, process, typ, f, value, extra)
     if not isinstance(value, list) or not value:
         raise LineProblem(f"the value of {f} must be a non-empty list of micro-ops, not {_show(value)}")
     for i, m in enumerate(value):
         _mop(m, f"value[{i}]", typ is OpType.INVOKE, f)
+    if CTP_FIELDS & d.keys():
+        _ctp_fields(d, typ, f)
     return Op(index, time, process, typ, f, value, extra)
 
 
@@ -255,6 +308,13 @@ def check_completion(invoke: Op, done: Op, invoked_at: int) -> None:
     if done.f != invoke.f:
         raise LineProblem(f"completes a {invoke.f!r} invoke (line {invoked_at}) with f {done.f!r}")
     if done.f in OTHER_FS:
+        return
+    if invoke.extra.get("ctp") is not done.extra.get("ctp"):
+        raise LineProblem(f"completes {'a ctp' if invoke.extra.get('ctp') else 'a plain'} invoke (line {invoked_at}) "
+                          f"as {'a ctp' if done.extra.get('ctp') else 'a plain'} transaction")
+    if done.extra.get("ctp"):  # its sends were decided by its reads: any, each with its source
+        if "sources" not in done.extra and _sends(done.value):
+            raise LineProblem("a ctp completion that sends must name each send's input record (sources)")
         return
     if done.f in KEY_FS:
         if done.value != invoke.value:

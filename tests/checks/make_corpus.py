@@ -350,6 +350,111 @@ CASES: dict[str, tuple[list[tuple[Any, ...]], list[str], dict[str, Any] | None]]
     "near-divergent-replicas-uncommitted-tail": (send(0, 0, 1, "ok", 0) + drain({0: [[0, 1]]}), [], None),
 }
 
+#: consume-transform-produce (results/exactly_once.py): input key 0, output key 1; values 1, 2, 3 at
+#: input offsets 0, 1, 2; an output's value is 100 * (process) + its input's value
+CTP = {"seed": 1, "config": {"sub_via": ["subscribe"], "txn_mode": "ctp"}, "complete": True}
+IN = send(0, 0, 1, "ok", 0) + send(0, 0, 2, "ok", 1) + send(0, 0, 3, "ok", 2)
+
+
+def ctp(p: int, reads: list[list[int]], outs: list[tuple[int, int | None, int]], offset: int,
+        outcome: str = "ok", fenced: bool = False) -> list[tuple[Any, ...]]:
+    """One ctp transaction of process p: it polled `reads` of input key 0 ([offset, value] each), sent
+    each (input offset, output offset, output value) of `outs` to output key 1, and added the group's
+    offset `offset` of key 0; it ended `outcome`."""
+    value: list[Any] = [[P, {"0": reads}]]
+    value += [[S, 1, [o, v]] if outcome == "ok" and o is not None else [S, 1, v] for _, o, v in outs]
+    done: dict[str, Any] = {"ctp": True, "sources": [[0, i] for i, _, _ in outs], "offsets": {"0": offset}}
+    if outcome == "ok":
+        done["commits"] = {"0": offset}
+    if fenced:
+        done["fenced"] = True
+    return [(p, "invoke", "txn", [[P]], False, {"ctp": True}), (p, outcome, "txn", value, False, done)]
+
+
+def ctp_drain(outputs: list[list[int]], group: int) -> list[tuple[Any, ...]]:
+    """The final drain: the input key whole, the output key's `outputs`, and the group's offset."""
+    reads = {"0": [[0, 1], [1, 2], [2, 3]], "1": outputs}
+    return assign(90, [0, 1]) + [(90, "invoke", P, [[P]], True),
+                                 (90, "ok", P, [[P, reads]], True, {"group-offsets": {"0": group}})]
+
+
+CTP_CASES: dict[str, tuple[list[tuple[Any, ...]], list[str], dict[str, Any] | None]] = {
+    # process 1 processed input 0 and was fenced before its commit; its successor 2 processed inputs 0-2;
+    # the zombie's output 101 stayed invisible
+    "near-ctp-processed-twice-aborted": (
+        IN + assign(1, [0], "subscribe") + ctp(1, [[0, 1]], [(0, None, 101)], 1, "fail", fenced=True)
+        + assign(2, [0], "subscribe") + ctp(2, [[0, 1], [1, 2], [2, 3]], [(0, 2, 201), (1, 3, 202), (2, 4, 203)], 3)
+        + ctp_drain([[2, 201], [3, 202], [4, 203]], 3),
+        [],
+        CTP,
+    ),
+    # the same, but the zombie's commit went through after its successor had started from offset 0:
+    # input 0's output is there twice
+    "ctp-processed-twice": (
+        IN + assign(1, [0], "subscribe") + ctp(1, [[0, 1]], [(0, 0, 101)], 1)
+        + assign(2, [0], "subscribe") + ctp(2, [[0, 1], [1, 2], [2, 3]], [(0, 2, 201), (1, 3, 202), (2, 4, 203)], 3)
+        + ctp_drain([[0, 101], [2, 201], [3, 202], [4, 203]], 3),
+        ["ctp-processed-twice"],
+        CTP,
+    ),
+    # the fenced zombie's output is visible: an aborted read, and the successor's output of the same
+    # input makes it twice
+    "ctp-fenced-write-visible": (
+        IN + assign(1, [0], "subscribe") + ctp(1, [[0, 1]], [(0, 0, 101)], 1, "fail", fenced=True)
+        + assign(2, [0], "subscribe") + ctp(2, [[0, 1], [1, 2], [2, 3]], [(0, 2, 201), (1, 3, 202), (2, 4, 203)], 3)
+        + ctp_drain([[0, 101], [2, 201], [3, 202], [4, 203]], 3),
+        ["G1a", "ctp-fenced-write-visible", "ctp-processed-twice"],
+        CTP,
+    ),
+    # process 1's transaction over inputs 0 and 1 aborted; its successor started at offset 0 again
+    "near-ctp-skipped-input": (
+        IN + assign(1, [0], "subscribe") + ctp(1, [[0, 1], [1, 2]], [(0, None, 101), (1, None, 102)], 2, "fail")
+        + assign(2, [0], "subscribe") + ctp(2, [[0, 1], [1, 2], [2, 3]], [(0, 0, 201), (1, 1, 202), (2, 2, 203)], 3)
+        + ctp_drain([[0, 201], [1, 202], [2, 203]], 3),
+        [],
+        CTP,
+    ),
+    # the same abort, but its offsets were made the group's: the successor started at offset 2, and
+    # inputs 0 and 1 are consumed with no output
+    "ctp-skipped-input": (
+        IN + assign(1, [0], "subscribe") + ctp(1, [[0, 1], [1, 2]], [(0, None, 101), (1, None, 102)], 2, "fail")
+        + assign(2, [0], "subscribe") + ctp(2, [[2, 3]], [(2, 0, 203)], 3)
+        + ctp_drain([[0, 203]], 3),
+        ["ctp-skipped-input"],
+        CTP,
+    ),
+    # input 0 committed; the transaction over input 1 aborted and, after the rewind, committed again
+    "near-ctp-offsets-beyond-commit": (
+        IN + assign(1, [0], "subscribe") + ctp(1, [[0, 1]], [(0, 0, 101)], 1)
+        + ctp(1, [[1, 2]], [(1, None, 102)], 2, "fail") + ctp(1, [[1, 2]], [(1, 2, 112)], 2)
+        + ctp_drain([[0, 101], [2, 112]], 2),
+        [],
+        CTP,
+    ),
+    # the aborted transaction's offset 2 is the group's at the end, and input 1 has no output
+    "ctp-offsets-beyond-commit": (
+        IN + assign(1, [0], "subscribe") + ctp(1, [[0, 1]], [(0, 0, 101)], 1)
+        + ctp(1, [[1, 2]], [(1, None, 102)], 2, "fail")
+        + ctp_drain([[0, 101]], 2),
+        ["ctp-offsets-beyond-commit", "ctp-skipped-input"],
+        CTP,
+    ),
+    "near-ctp-offsets-behind-commit": (
+        IN + assign(1, [0], "subscribe") + ctp(1, [[0, 1]], [(0, 0, 101)], 1) + ctp(1, [[1, 2]], [(1, 2, 102)], 2)
+        + ctp_drain([[0, 101], [2, 102]], 2),
+        [],
+        CTP,
+    ),
+    # both transactions committed, and the group's offset is the first one's: the second's commit lost
+    "ctp-offsets-behind-commit": (
+        IN + assign(1, [0], "subscribe") + ctp(1, [[0, 1]], [(0, 0, 101)], 1) + ctp(1, [[1, 2]], [(1, 2, 102)], 2)
+        + ctp_drain([[0, 101], [2, 102]], 1),
+        ["ctp-offsets-behind-commit"],
+        CTP,
+    ),
+}
+CASES.update(CTP_CASES)
+
 REPLICAS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "divergent-replicas": {
         "n1": [
