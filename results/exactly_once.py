@@ -13,7 +13,7 @@ the queue anomalies); these are ours:
   or offsets that went back while the outputs stayed;
 - `ctp-skipped-input`: an input record below the group's committed offset whose output never became
   visible — its offsets were committed without its output (judged only after a complete final drain,
-  the only time "never visible" is known);
+  the only time "never visible" is known, and when every transaction is traced);
 - `ctp-fenced-write-visible`: a visible output of a transaction whose producer was fenced: the
   coordinator aborted it when the successor took the transactional id, and its writes must stay
   invisible;
@@ -76,18 +76,22 @@ class _Pass:
     inputs: set[tuple[int, int]]  # every input record any poll read, (key, offset)
     input_keys: set[int]
     settled: dict[int, list[tuple[int, str, int]]]  # input key -> (offset added, outcome, txn index)
-    unfinished: bool  # a ctp transaction never completed: its offsets are unknown
+    #: a ctp transaction that may have committed what the history does not say: never completed, or
+    #: completed `info` without its offsets (a client that lost track of it)
+    unknown: bool
+    group_read: bool  # a final op read the group's offsets
     final_group: dict[int, int]
 
 
 def _scan(ops: Iterable[Op]) -> _Pass:
     ops = list(ops)
-    s = _Pass({}, {}, set(), set(), defaultdict(list), False, {})
+    s = _Pass({}, {}, set(), set(), defaultdict(list), False, False, {})
     for inv, done in pairs(ops):
         if not is_ctp(inv):
             continue
+        if done is None or (done.type is not OpType.FAIL and "offsets" not in done.extra):
+            s.unknown = True
         if done is None:
-            s.unfinished = True
             continue
         for w, src in zip(writes(done), ctp_sources(done), strict=True):
             s.outputs[w.value] = Output(w.key, w.value, src, done.index, done.process, done.type.value, fenced(done))
@@ -101,8 +105,9 @@ def _scan(ops: Iterable[Op]) -> _Pass:
         for r in reads(op):
             if r.value in s.outputs:
                 s.visible.setdefault(r.value, r.offset)
-        if op.final and (g := group_offsets(op)):
-            s.final_group = g
+        if op.final and "group-offsets" in op.extra:
+            s.group_read = True
+            s.final_group.update(group_offsets(op))
     for op in ops:
         if op.type is not OpType.INVOKE:
             s.inputs.update((r.key, r.offset) for r in reads(op) if r.key in s.input_keys)
@@ -136,6 +141,8 @@ def _committed_through(s: _Pass) -> dict[int, int]:
 
 
 def skipped_inputs(s: _Pass) -> list[dict[str, Any]]:
+    if s.unknown:  # an untraced transaction may have produced the outputs that look missing
+        return []
     produced = {s.outputs[v].source for v in s.visible}
     through = _committed_through(s)
     return [{"input": [k, o], "committed-through": through[k]}
@@ -148,19 +155,20 @@ def group_offset_mismatches(s: _Pass) -> tuple[list[dict[str, Any]], list[dict[s
     acknowledged transaction added."""
     ahead: list[dict[str, Any]] = []
     behind: list[dict[str, Any]] = []
-    if s.unfinished:  # a transaction of unknown offsets may have committed anything
+    if not s.group_read:
         return ahead, behind
-    for k, g in sorted(s.final_group.items()):
-        rows = s.settled.get(k, [])
+    for k in sorted(s.settled):  # the input keys of ctp transactions; a key the group lacks is at 0
+        g = s.final_group.get(k, 0)
+        rows = s.settled[k]
         maybe = [o for o, outcome, _ in rows if outcome != "fail"]
         acked = [o for o, outcome, _ in rows if outcome == "ok"]
         row = {"key": k, "group-offset": g,
                "committed": max(acked, default=None),
                "aborted-with-it": [i for o, outcome, i in rows if outcome == "fail" and o == g]}
-        if g not in maybe and g > max(acked, default=0):
-            ahead.append(row)
-        elif acked and g < max(acked):
+        if acked and g < max(acked):  # whatever an untraced transaction did: offsets never go back
             behind.append(row)
+        elif not s.unknown and g not in maybe and g > max(acked, default=0):
+            ahead.append(row)  # (an untraced transaction may have added any offset)
     return ahead, behind
 
 
@@ -176,6 +184,7 @@ def _findings(ops: Iterable[Op], drained: bool) -> list[tuple[str, list[dict[str
 
 def exactly_once_anomalies(ops: Iterable[Op], examples: int, *, drained: bool) -> dict[str, dict[str, Any]]:
     """The exactly-once anomalies in results.json's shape ({type: {count, examples}}), absent when
-    none. `drained`: a final drain read every key to its end (else a skipped input is not judged)."""
+    none. `drained`: a final drain read every key to its end and every op completed (else a skipped
+    input is not judged: `chaos check` passes the history's own facts)."""
     return {name: {"count": len(rows), "examples": rows[:examples]}
             for name, rows in _findings(ops, drained) if rows}

@@ -154,9 +154,13 @@ def _ctp_fields(d: dict[str, Any], typ: OpType, f: Any) -> None:
             raise LineProblem(f"sources names {len(srcs)} input records for {sends} sends: one per send, in order")
     if "offsets" in d:
         _offset_map(d["offsets"], "offsets")
-    if "fenced" in d and type(d["fenced"]) is not bool:
-        raise LineProblem(f"fenced must be true or false, not {_show(d['fenced'])}")
+    if "fenced" in d and (type(d["fenced"]) is not bool or (d["fenced"] and typ is not OpType.FAIL)):
+        raise LineProblem(f"fenced must be true or false, and true only on a fail completion (a fence that "
+                          f"answered the commit request leaves the outcome unknown: info without fenced), "
+                          f"not {_show(d['fenced'])} on {typ.value}")
     if "group-offsets" in d:
+        if d.get("final") is not True:
+            raise LineProblem("group-offsets belongs on a final op (the group's offsets after every transaction)")
         _offset_map(d["group-offsets"], "group-offsets")
 
 
@@ -271,7 +275,11 @@ def checked_line(d: Any) -> Op:
     extra = {k: v for k, v in d.items() if k not in CORE}
     if "rebalance-log" in d:
         _rebalance_log(d["rebalance-log"])
-    if process == NEMESIS or f in OTHER_FS:
+    if process == NEMESIS:
+        return Op(index, time, process, typ, f, d.get("value"), extra)
+    if f in OTHER_FS:
+        if CTP_FIELDS & d.keys():
+            _ctp_fields(d, typ, f)
         return Op(index, time, process, typ, f, d.get("value"), extra)
     if f not in CLIENT_FS:
         raise LineProblem(f"f {f!r} is not a client op ({', '.join(sorted(CLIENT_FS))})")

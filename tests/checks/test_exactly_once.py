@@ -48,10 +48,24 @@ class Model:
         for o, _ in reads:
             self.value += 1
             outs.append((o, self.value))
-        end = self.rng.choice(["ok", "ok", "ok", "fail", "fenced"])
+        # info: the answer to the commit was lost (it may have committed, or not); untraced: the client
+        # lost track of the whole transaction (its completion says nothing but the error)
+        ends = ["ok", "ok", "ok", "fail", "fenced", "info"] + (["untraced"] if self.bug is None else [])
+        end = self.rng.choice(ends)
+        committed = end == "ok" or (end in ("info", "untraced") and self.rng.random() < 0.5)
         p = self.process
         self._op(p, OpType.INVOKE, [["poll"]], ctp=True)
-        visible = end == "ok" or (self.bug == "zombie" and end == "fenced" and not self.planted)
+        if end == "untraced":
+            self._op(p, OpType.INFO, [["poll"]], ctp=True)
+            self.process += 1
+            if committed:
+                for _, v in outs:
+                    self.visible[OUT[k]].append([self.out_end[OUT[k]], v])
+                    self.out_end[OUT[k]] += 1
+                self.out_end[OUT[k]] += 1
+                self.group[k] = start + n
+            return
+        visible = committed or (self.bug == "zombie" and end == "fenced" and not self.planted)
         if visible and end == "fenced":
             self.planted = True
         value: list[Any] = [["poll", {str(k): reads}]]
@@ -67,15 +81,18 @@ class Model:
         extra: dict[str, Any] = {"ctp": True, "sources": [[k, o] for o, _ in outs], "offsets": {str(k): start + n}}
         if end == "ok":
             extra["commits"] = {str(k): start + n}
-            self.group[k] = start + n
             self.acked[k].append(start + n)
+        if committed:
+            self.group[k] = start + n
         elif end == "fail" and self.bug == "aborted-offsets" and not self.planted:
             self.planted = True
             self.group[k] = start + n  # the abort's offsets became the group's: the next reader starts past
         if end == "fenced":
             extra["fenced"] = True
-            self.process += 1
-        self._op(p, OpType.OK if end == "ok" else OpType.FAIL, value, **extra)
+        if end in ("fenced", "info"):
+            self.process += 1  # retired; its successor takes the same transactional id
+        typ = {"ok": OpType.OK, "info": OpType.INFO}.get(end, OpType.FAIL)
+        self._op(p, typ, value, **extra)
 
     def run(self) -> list[Op]:
         while any(o < INPUTS for o in self.group.values()):
@@ -135,3 +152,41 @@ def test_a_lost_commit_of_the_groups_offsets_is_caught(seed: int) -> None:
     model = Model(seed, "lost-offsets")
     found = _found(model.run())
     assert found == ({"ctp-offsets-behind-commit"} if model.planted else set()), found
+
+
+def _txn(i: int, p: int, typ: OpType, reads: list[list[int]], outs: list[tuple[int, int]], offset: int) -> list[Op]:
+    value: list[Any] = [["poll", {"0": reads}], *(["send", 10, [o, v]] for o, v in outs)]
+    extra: dict[str, Any] = {"ctp": True, "sources": [[0, r[0]] for r in reads], "offsets": {"0": offset}}
+    if typ is OpType.OK:
+        extra["commits"] = {"0": offset}
+    return [Op(i, i, p, OpType.INVOKE, "txn", [["poll"]], {"ctp": True}), Op(i + 1, i + 1, p, typ, "txn", value, extra)]
+
+
+def _drain(i: int, outputs: list[list[int]], group: dict[str, int]) -> list[Op]:
+    reads = {"0": [[0, 1], [1, 2]], "10": outputs}
+    return [Op(i, i, 90, OpType.INVOKE, "poll", [["poll"]], {"final": True}),
+            Op(i + 1, i + 1, 90, OpType.OK, "poll", [["poll", reads]], {"final": True, "group-offsets": group})]
+
+
+def test_a_key_no_ctp_transaction_touched_is_not_the_checks_business() -> None:
+    """Key 5's offset was committed by plain subscribing polls: nothing to say about it."""
+    ops = _txn(0, 1, OpType.OK, [[0, 1], [1, 2]], [(0, 101), (1, 102)], 2)
+    assert _found(ops + _drain(2, [[0, 101], [1, 102]], {"0": 2, "5": 7})) == set()
+
+
+def test_a_group_that_forgot_every_offset_is_behind() -> None:
+    """An acknowledged transaction committed offset 2; at the end the group has no offset at all."""
+    ops = _txn(0, 1, OpType.OK, [[0, 1], [1, 2]], [(0, 101), (1, 102)], 2)
+    assert _found(ops + _drain(2, [[0, 101], [1, 102]], {})) == {"ctp-offsets-behind-commit"}
+    assert _found(ops + _drain(2, [[0, 101], [1, 102]], {"0": 2})) == set()
+
+
+def test_an_untraced_transaction_turns_off_what_needs_its_offsets_but_not_behind() -> None:
+    """A ctp transaction whose completion lost everything (info, no offsets) committed inputs 1 and its
+    output, which the drain reads but cannot trace; the group's offset 2 is its. Neither a skipped
+    input nor offsets ahead can be told then; a group below an acknowledged commit still can."""
+    ops = _txn(0, 1, OpType.OK, [[0, 1]], [(0, 101)], 1)
+    ops += [Op(2, 2, 2, OpType.INVOKE, "txn", [["poll"]], {"ctp": True}),
+            Op(3, 3, 2, OpType.INFO, "txn", [["poll"]], {"ctp": True, "error": "lost"})]
+    assert _found(ops + _drain(4, [[0, 101], [2, 7777]], {"0": 2})) == set()
+    assert _found(ops + _drain(4, [[0, 101], [2, 7777]], {"0": 0})) == {"ctp-offsets-behind-commit"}
