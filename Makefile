@@ -2,7 +2,7 @@
 # Every step is idempotent: a stamp file or a content hash decides whether it has work to do.
 SHELL := /bin/bash
 # Python caches compiled modules (and pytest its rewritten test modules) in __pycache__/, which git
-# ignores. A machine that turns the cache off (PYTHONDONTWRITEBYTECODE, set on our CI machines) makes
+# ignores. A machine that turns the cache off (PYTHONDONTWRITEBYTECODE, set on the machines we run on) makes
 # every test worker and every `chaos` process compile the whole harness again: each of make test's
 # workers spent about 5 s more collecting.
 unexport PYTHONDONTWRITEBYTECODE
