@@ -379,10 +379,7 @@ def _finish(r: _Run, batch: dict[int, Any]) -> CheckResult:
     else:
         found, crashed, perf_summary, elle = batch[id(r)]
         found = {**found, **hanging_anomalies(r.files.test_json, EXAMPLES)}
-        if "subscribe" in sub_via(r.files.test_json):
-            found = {**found, **_commit_anomalies(r)}
-        if r.facts.ctp_ops:
-            found = {**found, **_exactly_once_anomalies(r)}
+        found = {**found, **_group_anomalies(r)}
         result = _verdict(r, found, crashed, perf_summary, elle)
     cov = read_coverage(r.files.replicas, bugs_of(r.files.test_json))
     if cov is not None:
@@ -413,25 +410,31 @@ def not_checked(test_json: dict[str, Any] | None, dumps: bool, probes: bool) -> 
     return out
 
 
-def _commit_anomalies(r: _Run) -> dict[str, dict[str, Any]]:
-    """A subscribing group's commits (results/commits.py): one linear Python pass over the history."""
-    from results.commits import commit_anomalies
-
+def _group_anomalies(r: _Run) -> dict[str, dict[str, Any]]:
+    """The checks beside Spark that read the whole history as ops, one linear Python pass each over
+    one reading of it: a subscribing group's commits (results/commits.py), and consume-transform-
+    produce transactions (results/exactly_once.py; a skipped input is judged only after a complete
+    drain, as `unseen` is)."""
+    commits = "subscribe" in sub_via(r.files.test_json)
+    if not commits and not r.facts.ctp_ops:
+        return {}
     t0 = time.perf_counter()
-    found = commit_anomalies(read_ops(r.files.history), EXAMPLES)
-    r.timings["commits"] = time.perf_counter() - t0
-    return found
+    ops = list(read_ops(r.files.history))
+    r.timings["group-ops"] = time.perf_counter() - t0
+    found: dict[str, dict[str, Any]] = {}
+    if commits:
+        from results.commits import commit_anomalies
 
+        t0 = time.perf_counter()
+        found.update(commit_anomalies(ops, EXAMPLES))
+        r.timings["commits"] = time.perf_counter() - t0
+    if r.facts.ctp_ops:
+        from results.exactly_once import exactly_once_anomalies
 
-def _exactly_once_anomalies(r: _Run) -> dict[str, dict[str, Any]]:
-    """Consume-transform-produce transactions (results/exactly_once.py): one more linear pass. A
-    skipped input is judged only after a complete drain, as `unseen` is."""
-    from results.exactly_once import exactly_once_anomalies
-
-    t0 = time.perf_counter()
-    drained = r.facts.drain_complete(r.files.test_json) and not r.incomplete
-    found = exactly_once_anomalies(read_ops(r.files.history), EXAMPLES, drained=drained)
-    r.timings["exactly-once"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        drained = r.facts.drain_complete(r.files.test_json) and not r.incomplete
+        found.update(exactly_once_anomalies(ops, EXAMPLES, drained=drained))
+        r.timings["exactly-once"] = time.perf_counter() - t0
     return found
 
 

@@ -105,12 +105,11 @@ def _scan(ops: Iterable[Op]) -> _Pass:
         for r in reads(op):
             if r.value in s.outputs:
                 s.visible.setdefault(r.value, r.offset)
+            if r.key in s.input_keys:
+                s.inputs.add((r.key, r.offset))
         if op.final and "group-offsets" in op.extra:
             s.group_read = True
             s.final_group.update(group_offsets(op))
-    for op in ops:
-        if op.type is not OpType.INVOKE:
-            s.inputs.update((r.key, r.offset) for r in reads(op) if r.key in s.input_keys)
     return s
 
 

@@ -45,12 +45,19 @@ def _key_text(k: str) -> bool:
     return k.isascii() and k.isdigit() and len(k) <= 10 and int(k) <= KEY_MAX and not (len(k) > 1 and k[0] == "0")
 
 
-def _poll_map(x: Any, what: str) -> None:
+def _key_map(x: Any, what: str, shape: str) -> list[tuple[str, Any]]:
+    """The entries of a map keyed by key numbers (a poll's result, `offsets`, `group-offsets`), or
+    LineProblem naming the first thing wrong with the map itself; `shape` says what it maps to."""
     if not isinstance(x, dict):
-        raise LineProblem(f"{what} must be a map of key -> [[offset, value], ...], not {_show(x)}")
-    for k, pairs in x.items():
+        raise LineProblem(f"{what} must be a map of key -> {shape}, not {_show(x)}")
+    for k in x:
         if not _key_text(k):
             raise LineProblem(f"{what} has key {k!r}, which is not a key number")
+    return list(x.items())
+
+
+def _poll_map(x: Any, what: str) -> None:
+    for k, pairs in _key_map(x, what, "[[offset, value], ...]"):
         if not isinstance(pairs, list):
             raise LineProblem(f"{what}[{k!r}] must be a list of [offset, value] pairs, not {_show(pairs)}")
         for i, p in enumerate(pairs):
@@ -117,11 +124,7 @@ CTP_FIELDS = frozenset(("ctp", "sources", "offsets", "fenced", "group-offsets"))
 
 def _offset_map(x: Any, what: str) -> None:
     """key -> offset, as `commits` and `fetched-commits` carry them."""
-    if not isinstance(x, dict):
-        raise LineProblem(f"{what} must be a map of key -> offset, not {_show(x)}")
-    for k, o in x.items():
-        if not _key_text(k):
-            raise LineProblem(f"{what} has key {k!r}, which is not a key number")
+    for k, o in _key_map(x, what, "offset"):
         _int(o, f"{what}[{k!r}]")
 
 
